@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""Regenerate the golden RocketMQ stores and their manifests (runs on the developer's machine, not in Spark).
+
+    python tests/golden/regenerate.py                      # every version, into tests/golden/
+    python tests/golden/regenerate.py --versions 5.5.1 --out /tmp/golden
+
+For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
+Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
+damaged scenarios, and records RocketMQ's view of every store (its own decoding of every record, and the
+outcome of its real recovery run on a copy) in ``<version>/<scenario>/manifest.json``.
+
+Only the standard library is used: the ground truth must not depend on the codecs it is meant to check.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GENERATOR = HERE / "generator"
+DEFAULT_VERSIONS = ("4.9.8", "5.5.1")
+JVM_OPTS = [
+    # RocketMQ unmaps files through JDK internals
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang=ALL-UNNAMED",
+]
+
+#: Fields that differ on every regeneration: tests compare these for consistency, never for equality
+#: with a fresh run.
+NOT_REPRODUCIBLE = {
+    "born_timestamp": "producer wall clock at generation time",
+    "store_timestamp": "broker wall clock inside RocketMQ's put lock",
+    "born_host_address/born_host_port": "randomised per message by the generator (seeded, but see UNIQ_KEY)",
+    "UNIQ_KEY / uniq_key / msg_id of retried copies": "MessageClientIDSetter uses the machine IP, the PID and the clock",
+    "index file names": "yyyyMMddHHmmssSSS of the wall clock when RocketMQ created the file",
+    "checkpoint": "timestamps of RocketMQ's flush services",
+    "physical and queue offsets": "depend on property lengths (UNIQ_KEY, timestamps in delay tags) and on which "
+                                  "delay levels RocketMQ 4.9.8's ScheduleMessageService delivered during the run",
+    "crash window": "how many records landed after the last checkpoint flush depends on thread scheduling",
+}
+
+GEOMETRY = {
+    "mapped_file_size_commitlog": 128 * 1024,
+    "mapped_file_size_consume_queue": 25 * 20,
+    "max_hash_slot_num": 64,
+    "max_index_num": 256,
+    "message_delay_level": "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+}
+
+BLANK_MAGIC = -875286124
+
+
+class GoldenError(RuntimeError):
+    """A failure the user can act on (missing tool, unknown version, RocketMQ refusing a command)."""
+
+
+# ------------------------------------------------------------------------------------------- tools
+
+def require_tools() -> None:
+    for tool, hint in (("java", "a JDK 17 (apt-get install openjdk-17-jdk-headless)"),
+                       ("mvn", "Maven (apt-get install maven)")):
+        if shutil.which(tool) is None:
+            raise GoldenError(f"'{tool}' not found on PATH: the golden generator needs {hint}")
+
+
+def build(version: str) -> str:
+    """Compile the generator against rocketmq-store ``version``; returns the runtime classpath."""
+    cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", "package", "dependency:build-classpath"]
+    proc = subprocess.run(cmd, cwd=GENERATOR, capture_output=True, text=True)
+    if proc.returncode != 0:
+        out = proc.stdout + proc.stderr
+        if "Could not resolve" in out or "could not be resolved" in out or "was not found" in out:
+            raise GoldenError(f"RocketMQ {version} could not be resolved from Maven Central "
+                              f"(org.apache.rocketmq:rocketmq-store:{version}). Is it a released version?\n{out[-2000:]}")
+        raise GoldenError(f"building the generator for RocketMQ {version} failed:\n{out[-4000:]}")
+    target = GENERATOR / "target" / version
+    return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
+
+
+def run(classpath: str, *args: str) -> None:
+    cmd = ["java", *JVM_OPTS, "-cp", classpath, "io.rocketstore.golden.Generator", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[golden]")]
+    for ln in lines:
+        print("   ", ln, file=sys.stderr)
+    if proc.returncode != 0:
+        raise GoldenError(f"generator {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+# ---------------------------------------------------------------------------------- byte surgery
+# Every damaged store is a copy of a RocketMQ-written one changed by exactly the edits listed here;
+# each edit is recorded in the manifest's "surgery" list.
+
+def record_body_position(msg: dict) -> int:
+    """File position of the first body byte (layout: 88 bytes of header for IPv4 hosts, +12 per IPv6 host)."""
+    extra = (12 if msg["sys_flag"] & 0x10 else 0) + (12 if msg["sys_flag"] & 0x20 else 0)
+    return msg["file_position"] + 88 + extra
+
+
+def flip_body_byte(store: Path, msg: dict) -> dict:
+    seg = store / "commitlog" / msg["segment"]
+    position = record_body_position(msg) + msg["body_length"] // 2
+    with open(seg, "r+b") as f:
+        f.seek(position)
+        old = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([old ^ 0xFF]))
+    return {"action": "flip_body_byte", "file": f"commitlog/{msg['segment']}", "file_position": position,
+            "physical_offset": msg["physical_offset"], "old": old, "new": old ^ 0xFF}
+
+
+def tear_record(store: Path, msg: dict) -> dict:
+    """Zero the second half of a record, as a write torn by power loss leaves it."""
+    seg = store / "commitlog" / msg["segment"]
+    start = msg["file_position"] + msg["total_size"] // 2
+    end = msg["file_position"] + msg["total_size"]
+    with open(seg, "r+b") as f:
+        f.seek(start)
+        f.write(bytes(end - start))
+    return {"action": "zero_range", "file": f"commitlog/{msg['segment']}", "file_position": start, "length": end - start,
+            "physical_offset": msg["physical_offset"]}
+
+
+def cut_consume_queue(store: Path, topic: str, queue_id: int, entries: int) -> dict:
+    """Zero the last ``entries`` written entries of a queue, deleting a file they leave empty."""
+    qdir = store / "consumequeue" / topic / str(queue_id)
+    files = sorted(qdir.iterdir())
+    last = files[-1]
+    data = bytearray(last.read_bytes())
+    written = 0
+    while written * 20 + 20 <= len(data) and any(data[written * 20: written * 20 + 20]):
+        written += 1
+    entries = min(entries, written)
+    if entries == written and len(files) > 1:
+        last.unlink()
+        return {"action": "delete_file", "file": str(last.relative_to(store)), "entries_removed": written}
+    data[(written - entries) * 20: written * 20] = bytes(entries * 20)
+    last.write_bytes(bytes(data))
+    return {"action": "zero_cq_entries", "file": str(last.relative_to(store)),
+            "file_position": (written - entries) * 20, "entries_removed": entries}
+
+
+def newest_index(store: Path) -> Path:
+    return sorted((store / "index").iterdir())[-1]
+
+
+# ------------------------------------------------------------------------------------- scenarios
+
+class VersionRun:
+    """Generates every scenario for one RocketMQ version under ``out/rocketmq-<version>/``."""
+
+    def __init__(self, version: str, out: Path, scratch: Path):
+        self.version = version
+        self.v5 = version.split(".")[0] != "4"
+        self.root = out / f"rocketmq-{version}"
+        self.scratch = scratch / version
+        self.classpath = ""
+
+    def store(self, scenario: str) -> Path:
+        return self.root / scenario / "store"
+
+    def gen(self, *args: str) -> None:
+        run(self.classpath, *args)
+
+    def inspect(self, store: Path) -> dict:
+        out = self.scratch / "inspect.json"
+        self.gen("inspect", "--store", str(store), "--out", str(out))
+        return json.loads(out.read_text())
+
+    def recover(self, store: Path, keep: Path | None, rebuild: bool = False) -> dict:
+        out = self.scratch / "recover.json"
+        args = ["recover", "--store", str(store), "--work", str(self.scratch / "work"), "--out", str(out)]
+        if keep is not None:
+            args += ["--keep", str(keep)]
+        if rebuild:
+            args.append("--rebuild")
+        self.gen(*args)
+        return json.loads(out.read_text())
+
+    def copy(self, src: str, dst: str) -> Path:
+        target = self.store(dst)
+        shutil.copytree(self.store(src), target, symlinks=False)
+        return target
+
+    def generate(self) -> list[str]:
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        print(f"== RocketMQ {self.version}: building the generator", file=sys.stderr)
+        self.classpath = build(self.version)
+
+        scenarios: dict[str, dict] = {}
+
+        def add(name: str, description: str, surgery=(), keep_recovery=False, rebuild=False, parent=None):
+            scenarios[name] = dict(description=description, surgery=list(surgery), keep_recovery=keep_recovery,
+                                   rebuild=rebuild, parent=parent)
+
+        print(f"== RocketMQ {self.version}: writing stores", file=sys.stderr)
+        self.gen("write", "--store", str(self.store("clean")), "--mode", "clean")
+        add("clean", "Written by DefaultMessageStore, then shut down normally.", rebuild=True)
+
+        self.gen("write", "--store", str(self.store("crash")), "--mode", "crash")
+        add("crash", "Written and dispatched, then the JVM halted without shutdown (abort file left, "
+                     "checkpoint as RocketMQ last flushed it).", keep_recovery=True)
+        crash_view = self.inspect(self.store("crash"))
+        crash_msgs = crash_view["messages"]
+
+        # torn tail: the last record RocketMQ wrote, cut mid-way
+        torn = self.copy("crash", "torn-tail")
+        last = max(crash_msgs, key=lambda m: m["physical_offset"])
+        add("torn-tail", "The crash store with the second half of its last record zeroed (a torn write).",
+            [tear_record(torn, last)], keep_recovery=True, parent="crash")
+
+        # corrupt body: one record inside the recovery window (last segment) and one in the oldest segment
+        corrupt = self.copy("crash", "corrupt-body")
+        plain = [m for m in crash_msgs if m["body_length"] >= 8 and not m["sys_flag"] & 0x30]
+        last_seg = max(m["segment"] for m in plain)
+        first_seg = min(m["segment"] for m in plain)
+        in_window = [m for m in plain if m["segment"] == last_seg]
+        victim_new = in_window[len(in_window) // 2]
+        victim_old = [m for m in plain if m["segment"] == first_seg][10]
+        add("corrupt-body", "The crash store with one body byte flipped in a record of the newest segment "
+                            "(inside the recovery window) and one in the oldest segment.",
+            [flip_body_byte(corrupt, victim_new), flip_body_byte(corrupt, victim_old)],
+            keep_recovery=True, parent="crash")
+
+        # lagging ConsumeQueues, from a clean and from a crashed store
+        for parent in ("clean", "crash"):
+            lag = self.copy(parent, f"cq-lag-{parent}")
+            edits = [cut_consume_queue(lag, "TopicTest", q, 3 + q) for q in range(4)]
+            edits.append(cut_consume_queue(lag, "OrderTopic", 0, 100))
+            add(f"cq-lag-{parent}", f"The {parent} store with ConsumeQueues cut back by some entries, as if "
+                                    "dispatch had lagged (TopicTest 0-3 by 3-6 entries, OrderTopic/0's last file removed).",
+                edits, keep_recovery=True, parent=parent)
+
+        # index lost: newest IndexFile deleted, or truncated
+        gone = self.copy("clean", "index-deleted")
+        victim = newest_index(gone)
+        victim.unlink()
+        add("index-deleted", "The clean store with its newest IndexFile deleted.",
+            [{"action": "delete_file", "file": str(victim.relative_to(gone))}], keep_recovery=True, parent="clean")
+        cut = self.copy("clean", "index-truncated")
+        victim = newest_index(cut)
+        size = victim.stat().st_size
+        with open(victim, "r+b") as f:
+            f.truncate(size // 2)
+        add("index-truncated", "The clean store with its newest IndexFile truncated to half its length.",
+            [{"action": "truncate_file", "file": str(victim.relative_to(cut)), "old_size": size, "new_size": size // 2}],
+            keep_recovery=True, parent="clean")
+
+        # consumer offsets, over a store whose oldest segment RocketMQ's own cleaner expired
+        offsets_store = self.copy("clean", "consumer-offsets")
+        self.gen("expire", "--store", str(offsets_store))
+        view = self.recover(offsets_store, keep=None)
+        self.gen("offsets", "--store", str(offsets_store), *self.offset_args(view))
+        add("consumer-offsets", "The clean store after RocketMQ's cleaner expired the oldest CommitLog segment "
+                                "(queue minimums moved), with config/consumerOffset.json (+ .bak) persisted by "
+                                "RocketMQ's ConfigManager: groups inside the range, caught up, beyond max, below min, "
+                                "and for a topic that does not exist.", parent="clean")
+
+        if self.v5:
+            self.gen("write", "--store", str(self.store("propcrc")), "--mode", "propcrc")
+            add("propcrc", "Written with enabledAppendPropCRC=true (every record ends with the __CRC32# "
+                           "property), then shut down normally.", rebuild=True)
+
+        print(f"== RocketMQ {self.version}: manifests", file=sys.stderr)
+        for name, spec in scenarios.items():
+            self.write_manifest(name, spec)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        return list(scenarios)
+
+    @staticmethod
+    def offset_args(view: dict) -> list[str]:
+        queues = {(q["topic"], q["queue_id"]): q for q in view["queues"]}
+        args: list[str] = []
+
+        def put(topic: str, group: str, queue_id: int, offset: int) -> None:
+            args.extend(["--set", f"{topic}@{group}/{queue_id}={offset}"])
+
+        for q in range(4):
+            lo, hi = queues[("TopicTest", q)]["min_offset"], queues[("TopicTest", q)]["max_offset"]
+            put("TopicTest", "golden_in_range", q, (lo + hi) // 2)
+            put("TopicTest", "golden_below_min", q, max(lo - 3, 0))
+            put("TopicTest", "golden_beyond_max", q, hi + 5 + q)
+        for q in range(8):
+            put("OrderTopic", "golden_caught_up", q, queues[("OrderTopic", q)]["max_offset"])
+        put("%RETRY%golden_group", "golden_group", 0, queues[("%RETRY%golden_group", 0)]["max_offset"] - 2)
+        put("NoSuchTopic", "golden_ghost", 0, 7)
+        put("NoSuchTopic", "golden_ghost", 1, 0)
+        return args
+
+    def write_manifest(self, name: str, spec: dict) -> None:
+        store = self.store(name)
+        scenario_dir = store.parent
+        inspected = self.inspect(store)
+        keep = scenario_dir / "expected-recovery" if spec["keep_recovery"] else None
+        recovery = self.recover(store, keep)
+        manifest = {
+            "scenario": name,
+            "description": spec["description"],
+            "derived_from": spec["parent"],
+            "rocketmq_version": self.version,
+            "rocketmq_version_reported": inspected["rocketmq_version"],
+            "store": "store",
+            "geometry": GEOMETRY,
+            "surgery": spec["surgery"],
+            "not_reproducible": NOT_REPRODUCIBLE,
+            "abort_present": inspected["abort_present"],
+            "checkpoint": inspected["checkpoint"],
+            "checkpoint_file_head": checkpoint_head(store),
+            "segments": inspected["segments"],
+            "files": inspected["files"],
+            "commitlog": {"min_offset": recovery.get("commitlog_min_offset"),
+                          "max_offset": recovery.get("commitlog_max_offset")},
+            "queues": recovery.get("queues"),
+            "recovery": {k: v for k, v in recovery.items() if k not in ("files_after", "queues", "rocketmq_version")},
+            "expected": {},
+            "messages": inspected["messages"],
+        }
+        manifest["recovery"]["files_after"] = recovery["files_after"]
+        if keep is not None:
+            manifest["expected"]["recovery"] = "expected-recovery"
+        if spec["rebuild"]:
+            rebuild = self.recover(store, scenario_dir / "expected-rebuild", rebuild=True)
+            manifest["expected"]["rebuild"] = "expected-rebuild"
+            manifest["rebuild"] = {k: v for k, v in rebuild.items() if k not in ("rocketmq_version",)}
+        (scenario_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        print(f"   {name}: {len(manifest['messages'])} records, recovery max offset "
+              f"{manifest['commitlog']['max_offset']}", file=sys.stderr)
+
+
+def checkpoint_head(store: Path) -> str | None:
+    cp = store / "checkpoint"
+    return cp.read_bytes()[:64].hex() if cp.exists() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS),
+                        help="RocketMQ versions from Maven Central (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: tests/golden)")
+    args = parser.parse_args(argv)
+    try:
+        require_tools()
+        args.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="golden-") as scratch:
+            for version in args.versions:
+                names = VersionRun(version, args.out.resolve(), Path(scratch)).generate()
+                print(f"== RocketMQ {version}: {', '.join(names)}", file=sys.stderr)
+    except GoldenError as e:
+        print(f"regenerate: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
