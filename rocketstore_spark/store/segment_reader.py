@@ -1,0 +1,184 @@
+"""Reading the records of one CommitLog byte range (a segment or a split of one), read-only, bounded memory.
+
+Runs wherever records are read: in Spark's Python workers (one split per partition), the CLI and tests.
+
+The file is opened ``O_RDONLY`` and read through one reusable window (``pread``; default 64 MiB, grown only
+up to ``max_record_size`` for a single large record), so memory per split is bounded whatever the segment
+size. Records belong to the split in which they *start*; the last one is read past the split end.
+A split that does not start at position 0 begins at the first plausible record start (commitlog.resync).
+
+Damage (bad magic, impossible length, lengths that do not add up) is a Finding naming file and byte
+position; the reader then re-synchronises on the next record start and reads on. BLANK, zero fill and end
+of file end the segment normally. In strict mode the first damage raises StoreError instead.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+
+from rocketstore_spark.codec import commitlog
+from rocketstore_spark.codec.columns import HeaderColumns
+from rocketstore_spark.codec.commitlog import Stop
+from rocketstore_spark.store.findings import Finding, StoreError
+
+DEFAULT_WINDOW = 64 << 20
+DEFAULT_MAX_RECORD = 64 << 20
+DEFAULT_BATCH_ROWS = 4096
+DEFAULT_BATCH_BYTES = 16 << 20
+
+
+@dataclass
+class RawBatch:
+    """n walked records: the window bytes, their file positions and decoded headers. ``buf`` is reused by
+    the next batch, so everything needed must be taken from it before asking for the next one."""
+    buf: np.ndarray
+    buf_file_pos: int
+    positions: np.ndarray
+    header: HeaderColumns
+
+
+@dataclass
+class ScanResult:
+    """How a range scan ended (filled in as the scan runs)."""
+    records: int = 0
+    first_position: int | None = None
+    end_position: int = 0                 # position after the last record read
+    stop: Stop = Stop.LIMIT
+    stop_position: int | None = None      # where the segment ended (BLANK, zero fill) or None
+    findings: list[Finding] = field(default_factory=list)
+
+
+class SegmentReader:
+    """Iterates RawBatches over [start, end) of one segment file."""
+
+    def __init__(self, path: str, base_offset: int, start: int = 0, end: int | None = None, *,
+                 strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
+                 batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 on_finding: Callable[[Finding], None] | None = None):
+        self.path = path
+        self.base_offset = base_offset
+        self.start = start
+        self.end = end
+        self.strict = strict
+        self.window = window
+        self.max_record_size = max_record_size
+        self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
+        self.on_finding = on_finding
+        self.result = ScanResult()
+
+    # ------------------------------------------------------------------------------------ findings
+
+    def _finding(self, check: str, position: int, message: str, **evidence) -> None:
+        f = Finding(check, "error", self.path, position, message, evidence)
+        if self.strict:
+            raise StoreError(f)
+        self.result.findings.append(f)
+        if self.on_finding:
+            self.on_finding(f)
+
+    # ----------------------------------------------------------------------------------- reading
+
+    def __iter__(self) -> Iterator[RawBatch]:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            yield from self._scan(fd)
+        finally:
+            os.close(fd)
+
+    def _read(self, fd: int, storage: bytearray, position: int, file_size: int) -> np.ndarray:
+        length = min(len(storage), file_size - position)
+        view = memoryview(storage)[:length]
+        got = os.preadv(fd, [view], position) if length else 0
+        return np.frombuffer(storage, dtype=np.uint8, count=got)
+
+    def _scan(self, fd: int) -> Iterator[RawBatch]:
+        file_size = os.fstat(fd).st_size
+        end = file_size if self.end is None else min(self.end, file_size)
+        res = self.result
+        storage = bytearray(min(self.window, max(file_size - self.start, 8)))
+        pos = self.start
+        if pos > 0:
+            pos = self._resync(fd, storage, pos, end, file_size)
+            if pos < 0:
+                res.end_position = self.start
+                return
+        res.first_position = pos
+        out_pos = np.empty(self.batch_rows, dtype=np.int64)
+        buf = self._read(fd, storage, pos, file_size)
+        buf_file_pos = pos
+        while True:
+            count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
+                                                   self.batch_bytes, out_pos)
+            stop = Stop(stop)
+            if count:
+                positions = out_pos[:count].copy()
+                header = HeaderColumns(count)
+                commitlog.decode_header(buf, buf_file_pos, positions, count, *header.arrays())
+                res.records += count
+                yield RawBatch(buf, buf_file_pos, positions, header)
+            pos = next_pos
+            res.end_position = pos
+            if stop == Stop.LIMIT:
+                if pos >= end:
+                    res.stop = stop
+                    return
+                continue
+            if stop == Stop.NEED_MORE:
+                needed = self._record_extent(buf, buf_file_pos, pos)
+                if needed > len(storage):
+                    if needed > self.max_record_size:
+                        self._finding("commitlog.record_too_large", pos,
+                                      f"TOTALSIZE {needed} exceeds max_record_size {self.max_record_size}",
+                                      total_size=needed)
+                        pos = self._after_damage(fd, storage, pos, end, file_size)
+                        if pos < 0:
+                            return
+                    else:
+                        storage = bytearray(needed)
+                buf = self._read(fd, storage, pos, file_size)
+                buf_file_pos = pos
+                continue
+            if not stop.is_damage:           # BLANK, zero fill, end of file: the segment ends here
+                res.stop = stop
+                res.stop_position = pos
+                return
+            p = pos - buf_file_pos
+            self._finding(f"commitlog.{stop.name.lower()}", pos, stop.describe,
+                          total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
+                          magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
+            res.stop, res.stop_position = stop, pos
+            pos = self._after_damage(fd, storage, pos, end, file_size)
+            if pos < 0:
+                return
+            buf = self._read(fd, storage, pos, file_size)
+            buf_file_pos = pos
+
+    @staticmethod
+    def _record_extent(buf: np.ndarray, buf_file_pos: int, pos: int) -> int:
+        p = pos - buf_file_pos
+        return int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else 8
+
+    def _after_damage(self, fd, storage, pos: int, end: int, file_size: int) -> int:
+        """Next record start after damage at ``pos``, recording how many bytes were skipped; -1 if none."""
+        found = self._resync(fd, storage, pos + 1, end, file_size)
+        if found >= 0:
+            self.result.findings.append(Finding("commitlog.resynchronised", "warning", self.path, found,
+                                                f"reading resumed after skipping {found - pos} bytes",
+                                                {"skipped_from": pos}))
+        return found
+
+    def _resync(self, fd, storage: bytearray, start: int, end: int, file_size: int) -> int:
+        pos = start
+        while pos < end:
+            buf = self._read(fd, storage, pos, file_size)
+            if len(buf) < 36:
+                return -1
+            found = commitlog.resync(buf, pos, self.base_offset, pos, end)
+            if found >= 0:
+                return int(found)
+            pos += len(buf) - 35          # windows overlap by a header so no start is missed
+        return -1
