@@ -288,7 +288,8 @@ def _hosts(buf, host_pos, sys_flag, v6_bit, n):
                     out[o] = 58                             # :
                     o += 1
             out[o] = 93                                     # ]
-            o += 1
+            out[o + 1] = 58                                 # :
+            o += 2
             port = be32(buf, p + 16)
         else:
             for i in range(4):
@@ -302,7 +303,7 @@ def _hosts(buf, host_pos, sys_flag, v6_bit, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _crc_ok(buf, body_pos, body_len, body_crc, n):
+def crc_ok(buf, body_pos, body_len, body_crc, n):
     out = np.empty(n, dtype=np.bool_)
     for r in range(n):
         out[r] = rmq_crc32_span(buf, body_pos[r], body_len[r]) == body_crc[r]
@@ -363,7 +364,7 @@ def decode_columns(buf: np.ndarray, h: HeaderColumns, physical_offset: np.ndarra
     if "topic" in wanted:
         out["topic"] = string_array(buf, h.topic_pos, h.topic_len, n)
     if "body_crc_ok" in wanted:
-        out["body_crc_ok"] = pa.array(_crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n))
+        out["body_crc_ok"] = pa.array(crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n))
     if "msg_id" in wanted:
         offsets, data = _msg_ids(buf, h.store_host_pos, h.sys_flag, physical_offset, n)
         out["msg_id"] = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])

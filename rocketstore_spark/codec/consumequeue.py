@@ -1,0 +1,47 @@
+"""ConsumeQueue files (store-format.md §4): fixed 20-byte entries, big-endian.
+
+     0  commit_log_offset  int64   physical offset of the record
+     8  size               int32   its TOTALSIZE
+    12  tags_code          int64   TAGS hash, delivery time (SCHEDULE_TOPIC_XXXX) or ConsumeQueueExt address
+
+File ``consumequeue/{topic}/{queue_id}/{20-digit CQ byte offset}``; entry L (queue offset) lives at CQ byte
+offset L*20. An all-zero entry marks the end of data; ``(0, 0x7FFFFFFF, 0)`` is a filler below the first
+real entry of a queue created at a non-zero offset. Pure; numpy only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ENTRY_SIZE = 20
+ENTRY_DTYPE = np.dtype([("commit_log_offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
+FILLER_SIZE = 0x7FFFFFFF
+EXT_ADDRESS_MAX = -2147483649     # tagsCode <= this is a ConsumeQueueExt address (§4.5)
+assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
+
+
+def decode_entries(buf) -> np.ndarray:
+    """All whole entries in ``buf`` (bytes-like), as a structured array (big-endian fields)."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    n = len(data) // ENTRY_SIZE
+    return data[: n * ENTRY_SIZE].view(ENTRY_DTYPE)
+
+
+def valid_mask(entries: np.ndarray) -> np.ndarray:
+    """RocketMQ's own validity test during recovery: offset >= 0 and size > 0 (fillers pass)."""
+    return (entries["commit_log_offset"] >= 0) & (entries["size"] > 0)
+
+
+def written_count(entries: np.ndarray) -> int:
+    """Entries before the first one failing the validity test (ConsumeQueue.recover's walk)."""
+    bad = np.flatnonzero(~valid_mask(entries))
+    return int(bad[0]) if len(bad) else len(entries)
+
+
+def is_filler(entries: np.ndarray) -> np.ndarray:
+    return (entries["commit_log_offset"] == 0) & (entries["size"] == FILLER_SIZE) & (entries["tags_code"] == 0)
+
+
+def encode_entries(commit_log_offset, size, tags_code) -> bytes:
+    out = np.empty(len(commit_log_offset), dtype=ENTRY_DTYPE)
+    out["commit_log_offset"], out["size"], out["tags_code"] = commit_log_offset, size, tags_code
+    return out.tobytes()

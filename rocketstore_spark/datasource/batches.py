@@ -1,0 +1,45 @@
+"""Worker-side production of Arrow record batches for the rocketmq sources (runs in Spark's Python worker)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from rocketstore_spark.codec.columns import decode_columns, parse_delay_levels
+from rocketstore_spark.datasource.filters import row_mask
+from rocketstore_spark.store.segment_reader import SegmentReader
+
+log = logging.getLogger("rocketstore_spark.rocketmq")
+
+
+def commitlog_batches(partition, schema: StructType, filters, options):
+    """Arrow batches of one split with exactly the columns of ``schema``, filtered by ``filters``."""
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    wanted = set(schema.names) | {f.attribute[0] for f in filters}
+    delay_ms = parse_delay_levels(options.message_delay_level)
+    reader = SegmentReader(partition.path, partition.base_offset, partition.start, partition.end,
+                           strict=options.strict, max_record_size=options.max_record_size,
+                           on_finding=lambda f: log.warning(f.render()))
+    for raw in reader:
+        n = raw.header.n
+        physical = partition.base_offset + raw.positions
+        cols = decode_columns(raw.buf, raw.header, physical, wanted, delay_ms)
+        if "store" in wanted:
+            cols["store"] = pa.array(np.full(n, partition.store, dtype=object), pa.string())
+        if "segment_base_offset" in wanted:
+            cols["segment_base_offset"] = pa.array(np.full(n, partition.base_offset, dtype=np.int64))
+        if "file_position" in wanted:
+            cols["file_position"] = pa.array(raw.positions)
+        if "physical_offset" in wanted:
+            cols["physical_offset"] = pa.array(physical)
+        batch = pa.RecordBatch.from_arrays([cols[name].cast(field.type) if cols[name].type != field.type
+                                            else cols[name] for name, field in zip(schema.names, arrow_schema)],
+                                           schema=arrow_schema)
+        if filters:
+            mask = row_mask(filters, cols)
+            batch = batch.filter(mask)
+        if batch.num_rows:
+            yield batch

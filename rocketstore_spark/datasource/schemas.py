@@ -1,0 +1,103 @@
+"""Spark schemas of the rocketmq data sources: the column names are a contract for jobs, notebooks and users.
+
+Imported on the driver and in workers; pyspark types only.
+"""
+from __future__ import annotations
+
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, IntegerType, LongType, MapType,
+                               StringType, StructField, StructType, TimestampType)
+
+_SCALARS = {"STRING": StringType(), "INT": IntegerType(), "BIGINT": LongType(), "BOOLEAN": BooleanType(),
+            "BINARY": BinaryType(), "TIMESTAMP": TimestampType()}
+
+COMMITLOG_SCHEMA = ", ".join([
+    "store STRING", "segment_base_offset BIGINT", "file_position BIGINT", "physical_offset BIGINT",
+    "total_size INT", "magic_code INT", "record_version INT", "body_crc INT", "queue_id INT", "flag INT",
+    "queue_offset BIGINT", "sys_flag INT", "born_timestamp TIMESTAMP", "store_timestamp TIMESTAMP",
+    "born_host STRING", "store_host STRING", "reconsume_times INT", "prepared_transaction_offset BIGINT",
+    "body_length INT", "body BINARY", "topic STRING", "properties MAP<STRING, STRING>", "tags STRING",
+    "keys ARRAY<STRING>", "uniq_key STRING", "msg_id STRING", "transaction_type STRING",
+    "body_crc_ok BOOLEAN", "tags_code BIGINT", "stored_physical_offset BIGINT",
+])
+#: columns the reader fills from where a record was found rather than from its bytes
+STORE_LEVEL_COLUMNS = ("store", "segment_base_offset", "file_position", "physical_offset")
+
+SEGMENTS_SCHEMA = ", ".join([
+    "store STRING", "segment STRING", "base_offset BIGINT", "file_size BIGINT", "records BIGINT",
+    "first_store_timestamp TIMESTAMP", "last_store_timestamp TIMESTAMP", "valid_end BIGINT",
+    "stop_reason STRING", "stop_position BIGINT", "crc_failures BIGINT", "first_crc_failure BIGINT",
+    "findings ARRAY<STRUCT<check: STRING, severity: STRING, file_position: BIGINT, message: STRING>>",
+])
+
+CONSUMEQUEUE_SCHEMA = ", ".join([
+    "store STRING", "topic STRING", "queue_id INT", "queue_offset BIGINT", "physical_offset BIGINT",
+    "size INT", "tags_code BIGINT", "is_filler BOOLEAN", "file STRING", "file_position BIGINT",
+])
+
+INDEX_SCHEMA = ", ".join([
+    "store STRING", "file STRING", "entry_index INT", "slot INT", "key_hash INT", "physical_offset BIGINT",
+    "time_diff INT", "prev_index INT", "store_time TIMESTAMP",
+])
+
+INDEX_HEADER_SCHEMA = ", ".join([
+    "store STRING", "file STRING", "file_size BIGINT", "begin_timestamp TIMESTAMP", "end_timestamp TIMESTAMP",
+    "begin_phy_offset BIGINT", "end_phy_offset BIGINT", "hash_slot_count INT", "index_count INT",
+    "hash_slot_num INT", "index_num INT",
+])
+
+CHECKPOINT_SCHEMA = ", ".join([
+    "store STRING", "checkpoint_present BOOLEAN", "abort_present BOOLEAN", "lock_present BOOLEAN",
+    "physic_msg_timestamp TIMESTAMP", "logics_msg_timestamp TIMESTAMP", "index_msg_timestamp TIMESTAMP",
+    "master_flushed_offset BIGINT", "confirm_phy_offset BIGINT", "logics_physical_offset BIGINT",
+    "min_timestamp TIMESTAMP", "min_timestamp_index TIMESTAMP",
+])
+
+CONSUMER_OFFSETS_SCHEMA = ", ".join([
+    "store STRING", "topic STRING", "consumer_group STRING", "queue_id INT", "consumer_offset BIGINT",
+    "source_file STRING",
+])
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == sep and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur.strip()] if cur.strip() else parts
+
+
+def _type(text: str) -> DataType:
+    text = text.strip()
+    upper = text.upper()
+    if upper in _SCALARS:
+        return _SCALARS[upper]
+    if upper.startswith("ARRAY<"):
+        return ArrayType(_type(text[6:-1]))
+    if upper.startswith("MAP<"):
+        key, value = _split_top(text[4:-1], ",")
+        return MapType(_type(key), _type(value))
+    if upper.startswith("STRUCT<"):
+        return StructType([StructField(n.strip(), _type(t)) for n, t in
+                           (f.split(":", 1) for f in _split_top(text[7:-1], ","))])
+    raise ValueError(f"unsupported type {text!r}")
+
+
+def struct(ddl: str) -> StructType:
+    """Our schema strings as a StructType, without a SparkContext (workers have none)."""
+    return StructType([StructField(f.split(" ", 1)[0], _type(f.split(" ", 1)[1])) for f in _split_top(ddl, ",")])
+
+
+def check_schema(schema: StructType, full: str, source: str) -> None:
+    """A user schema may pick any subset of the source's columns, with their types."""
+    known = {f.name: f.dataType for f in struct(full).fields}
+    for f in schema.fields:
+        if f.name not in known:
+            raise ValueError(f"{source}: unknown column {f.name!r}; the columns are: {', '.join(known)}")
+        if f.dataType != known[f.name]:
+            raise ValueError(f"{source}: column {f.name!r} has type {known[f.name].simpleString()}, "
+                             f"not {f.dataType.simpleString()}")

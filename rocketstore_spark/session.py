@@ -1,0 +1,56 @@
+"""SparkSession helper (driver): sources registered, Delta Lake configured, JARs from the project's jars/.
+
+    from rocketstore_spark.session import get_spark
+    spark = get_spark("my-audit")
+
+Under spark-submit the master and resources come from spark-submit (conf/*.properties); run directly
+(Jupyter, tests) it builds a ``local[*]`` session. Delta's JARs are handed over with ``spark.jars`` from
+``jars/`` (filled by ``make setup``) or ``$ROCKETSTORE_JARS``; nothing is downloaded at run time.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+
+JARS_DIR = Path(os.environ.get("ROCKETSTORE_JARS", Path(__file__).resolve().parents[1] / "jars"))
+
+
+def delta_jars() -> list[str]:
+    jars = sorted(glob.glob(str(JARS_DIR / "*.jar")))
+    if not any("delta-spark" in Path(j).name for j in jars):
+        raise RuntimeError(f"Delta Lake JARs not found in {JARS_DIR}: run `make setup` (Maven fetches them)")
+    return jars
+
+
+def get_spark(app_name: str = "rocketstore-spark", master: str | None = None, delta: bool = True, conf=None):
+    # the worker must run this interpreter (the .venv with numba, pyarrow, ...)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not SparkConf().contains("spark.master"):
+        builder = builder.master("local[*]")
+    settings = {
+        "spark.sql.python.filterPushdown.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "8",
+    }
+    if delta:
+        existing = SparkConf().get("spark.jars", "")
+        settings["spark.jars"] = ",".join([j for j in existing.split(",") if j] + delta_jars())
+        settings["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
+        settings["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    from rocketstore_spark.datasource import register
+    register(spark)
+    return spark

@@ -1,0 +1,37 @@
+"""Reading ConsumeQueue directories read-only (wherever called: Spark worker, CLI, tests)."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from rocketstore_spark.codec import consumequeue
+
+SEGMENT_NAME = re.compile(r"^\d{20}$")
+
+
+@dataclass
+class QueueChunk:
+    """The written entries of one ConsumeQueue file."""
+    file: str
+    entries: np.ndarray           # consumequeue.ENTRY_DTYPE
+    queue_offsets: np.ndarray     # int64, = (file CQ byte offset + position) / 20
+    file_positions: np.ndarray    # int64
+    fillers: np.ndarray           # bool
+
+
+def read_queue(queue_dir: str) -> Iterator[QueueChunk]:
+    """Each file's entries before the first one failing RocketMQ's test (offset >= 0 and size > 0)."""
+    for name in sorted(n for n in os.listdir(queue_dir) if SEGMENT_NAME.match(n)):
+        path = os.path.join(queue_dir, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        entries = consumequeue.decode_entries(data)
+        n = consumequeue.written_count(entries)
+        entries = entries[:n]
+        positions = np.arange(n, dtype=np.int64) * consumequeue.ENTRY_SIZE
+        yield QueueChunk(path, entries, (int(name) + positions) // consumequeue.ENTRY_SIZE, positions,
+                         consumequeue.is_filler(entries))
