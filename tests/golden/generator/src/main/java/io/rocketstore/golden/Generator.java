@@ -553,6 +553,17 @@ public final class Generator {
         return r;
     }
 
+    static final boolean INDEXES_TAGS = hasTagIndex();
+
+    static boolean hasTagIndex() {
+        try {
+            org.apache.rocketmq.store.index.IndexService.class.getDeclaredMethod("buildKey", String.class, String.class, String.class);
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
     /** IndexService.buildIndex: topic#UNIQ_KEY, then topic#key for every non-empty KEYS piece; not for ROLLBACK. */
     static List<Object> indexKeys(DispatchRequest req) {
         List<Object> keys = new ArrayList<>();
@@ -569,6 +580,12 @@ public final class Generator {
                     raw.add(req.getTopic() + "#" + k);
                 }
             }
+        }
+        // Newer 5.x IndexService.buildIndex also indexes TAGS as topic#T#tags (buildKey(topic, tags, "T"));
+        // detected on the IndexService class itself rather than assumed from a version number.
+        String tags = req.getPropertiesMap() == null ? null : req.getPropertiesMap().get(MessageConst.PROPERTY_TAGS);
+        if (INDEXES_TAGS && tags != null && tags.length() > 0) {
+            raw.add(req.getTopic() + "#T#" + tags);
         }
         for (String k : raw) {
             int h = Math.abs(k.hashCode());   // IndexFile.indexKeyHashMethod
