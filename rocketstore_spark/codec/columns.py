@@ -310,6 +310,34 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
     return out
 
 
+_CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def prop_crc_ok(buf, record_pos, total_size, props_len, n):
+    """5.x ``__CRC32#`` property (§2.12): always the record's last 20 bytes, ``__CRC32#`` 0x01, ten digits
+    least-significant first, 0x02; covers the record minus those 20 bytes. Returns (ok, present)."""
+    ok = np.zeros(n, dtype=np.bool_)
+    present = np.zeros(n, dtype=np.bool_)
+    for r in range(n):
+        if props_len[r] < 20:
+            continue
+        start = record_pos[r] + total_size[r] - 20
+        if not _span_equals(buf, start, 9, _CRC32_PROPERTY) or buf[start + 19] != 0x02:
+            continue
+        value = 0
+        digits = True
+        for i in range(9, -1, -1):
+            c = buf[start + 9 + i]
+            if c < 48 or c > 57:
+                digits = False
+                break
+            value = value * 10 + (c - 48)
+        present[r] = True
+        ok[r] = digits and value == rmq_crc32_span(buf, record_pos[r], total_size[r] - 20)
+    return ok, present
+
+
 # ---------------------------------------------------------------------------------------- assembly
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
@@ -365,6 +393,11 @@ def decode_columns(buf: np.ndarray, h: HeaderColumns, physical_offset: np.ndarra
         out["topic"] = string_array(buf, h.topic_pos, h.topic_len, n)
     if "body_crc_ok" in wanted:
         out["body_crc_ok"] = pa.array(crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n))
+    if "properties_crc_ok" in wanted:
+        # record start = born host position - 48
+        ok, present = prop_crc_ok(buf, h.born_host_pos - 48, h.total_size, h.props_len, n)
+        out["properties_crc_ok"] = pa.Array.from_buffers(pa.bool_(), n, [_validity(present),
+                                                                          pa.array(ok).buffers()[1]])
     if "msg_id" in wanted:
         offsets, data = _msg_ids(buf, h.store_host_pos, h.sys_flag, physical_offset, n)
         out["msg_id"] = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -12,6 +12,8 @@ import ipaddress
 import struct
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rocketstore_spark.codec.commitlog import BLANK_MAGIC, MAGIC_V1, MAGIC_V2, TRANSACTION_MASK
 from rocketstore_spark.codec.crc32 import rmq_crc32
 
@@ -130,3 +132,47 @@ class SegmentWriter:
             p.write_bytes(bytes(data))
             paths.append(p)
         return paths
+
+
+def synthetic_segment(segment_size: int, seed: int = 7, topics: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """One full CommitLog segment of realistic messages (bodies 64 B - 4 KiB, TAGS/KEYS/UNIQ_KEY/WAIT),
+    closed with a BLANK: (bytes as uint8 array, record positions). For benchmarks and size tests."""
+    import random
+    rnd = random.Random(seed)
+    w = SegmentWriter(segment_size)
+    names = [f"bench_topic_{i}" for i in range(topics)]
+    positions = []
+    while w.current == 0:
+        body = rnd.getrandbits(128).to_bytes(16, "big") * rnd.choice([4, 16, 40, 64, 100, 250])
+        m = Message(topic=rnd.choice(names), body=body, queue_id=rnd.randrange(8),
+                    properties={"TAGS": rnd.choice(["TagA", "TagB", "TagC"]), "KEYS": f"order-{rnd.randrange(10**9)}",
+                                "UNIQ_KEY": f"{rnd.getrandbits(128):032X}", "WAIT": "true"})
+        offset, _ = w.append(m)
+        if offset < segment_size:
+            positions.append(offset)
+    return np.frombuffer(bytes(w.segments[0]), dtype=np.uint8).copy(), np.array(positions, dtype=np.int64)
+
+
+def rebase_segment(segment: np.ndarray, positions: np.ndarray, base_offset: int, file_position: int = 0) -> np.ndarray:
+    """A copy of ``segment`` whose records' PHYSICALOFFSET fields say it lies at ``file_position`` of the
+    segment starting at ``base_offset``."""
+    out = segment.copy()
+    value = base_offset + file_position + positions
+    for b in range(8):                              # big-endian int64 at record + 28
+        out[positions + 28 + b] = (value >> (56 - 8 * b)) & 0xFF
+    return out
+
+
+def tiled_segment_chunks(segment: np.ndarray, positions: np.ndarray, segment_size: int, base_offset: int = 0):
+    """Yields the bytes of one ``segment_size`` segment made of back-to-back copies of ``segment``'s records
+    (its BLANK dropped), PHYSICALOFFSET rebased per copy, closed with a BLANK: a segment of any size (1 GiB
+    for size tests) in bounded memory. Queue offsets repeat across copies."""
+    last = int(positions[-1])
+    end = last + int(struct.unpack_from(">i", segment[last:last + 4].tobytes())[0])
+    copies = (segment_size - 8) // end
+    for k in range(copies):
+        yield rebase_segment(segment[:end], positions, base_offset, k * end)
+    tail = np.zeros(segment_size - copies * end, dtype=np.uint8)
+    tail[:8] = np.frombuffer(encode_blank(len(tail)), dtype=np.uint8)
+    yield tail
+

@@ -17,7 +17,7 @@ COMMITLOG_SCHEMA = ", ".join([
     "born_host STRING", "store_host STRING", "reconsume_times INT", "prepared_transaction_offset BIGINT",
     "body_length INT", "body BINARY", "topic STRING", "properties MAP<STRING, STRING>", "tags STRING",
     "keys ARRAY<STRING>", "uniq_key STRING", "msg_id STRING", "transaction_type STRING",
-    "body_crc_ok BOOLEAN", "tags_code BIGINT", "stored_physical_offset BIGINT",
+    "body_crc_ok BOOLEAN", "properties_crc_ok BOOLEAN", "tags_code BIGINT", "stored_physical_offset BIGINT",
 ])
 #: columns the reader fills from where a record was found rather than from its bytes
 STORE_LEVEL_COLUMNS = ("store", "segment_base_offset", "file_position", "physical_offset")

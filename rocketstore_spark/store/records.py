@@ -15,7 +15,8 @@ from rocketstore_spark.store.segment_reader import SegmentReader
 RECORD_COLUMNS = ("total_size", "magic_code", "record_version", "body_crc", "queue_id", "flag", "queue_offset",
                   "sys_flag", "born_timestamp", "store_timestamp", "born_host", "store_host", "reconsume_times",
                   "prepared_transaction_offset", "body_length", "body", "topic", "properties", "tags", "keys",
-                  "uniq_key", "msg_id", "transaction_type", "body_crc_ok", "tags_code", "stored_physical_offset")
+                  "uniq_key", "msg_id", "transaction_type", "body_crc_ok", "properties_crc_ok", "tags_code",
+                  "stored_physical_offset")
 
 
 def read_table(path, columns=RECORD_COLUMNS, message_delay_level: str = DEFAULT_DELAY_LEVELS,

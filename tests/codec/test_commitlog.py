@@ -60,6 +60,9 @@ def write_store(tmp_path, msgs, segment_size=1 << 16):
 
 
 def millis(ts) -> int:
+    """Exact epoch milliseconds; naive datetimes (what Spark's collect returns) are in local time."""
+    if ts.tzinfo is None:
+        ts = ts.astimezone(dt.timezone.utc)
     return (ts - EPOCH) // dt.timedelta(milliseconds=1)
 
 
@@ -148,3 +151,20 @@ def test_segment_writer_closes_segments_with_blank(tmp_path):
     table, findings = read_table(tmp_path, columns=("queue_offset",))
     assert table.column("queue_offset").to_pylist() == list(range(10)) and findings == []
     assert np.array_equal(table.column("physical_offset").to_numpy(), [p for p, _ in placed])
+
+
+def test_crc32_property_verdict(tmp_path):
+    """The __CRC32# property covers the whole record (minus itself): a flipped QUEUEOFFSET byte fails it while
+    BODYCRC still passes; records without the property get no verdict."""
+    msgs = [Message(topic="T", body=b"abc", properties={"TAGS": "a"}, crc32_property=True),
+            Message(topic="T", body=b"def", properties={"TAGS": "b"}, crc32_property=True),
+            Message(topic="T", body=b"ghi", properties={"TAGS": "c"})]
+    placed = write_store(tmp_path, msgs)
+    seg = tmp_path / "commitlog" / f"{0:020d}"
+    raw = bytearray(seg.read_bytes())
+    raw[placed[1][0] + 27] ^= 0x01                          # last byte of QUEUEOFFSET
+    seg.write_bytes(bytes(raw))
+    table, _ = read_table(tmp_path, columns=("properties_crc_ok", "body_crc_ok", "properties"))
+    assert table.column("properties_crc_ok").to_pylist() == [True, False, None]
+    assert table.column("body_crc_ok").to_pylist() == [True, True, True]
+    assert dict(table.column("properties").to_pylist()[0])["TAGS"] == "a"

@@ -36,6 +36,8 @@ def expected_row(m: dict) -> dict:
         "keys": [k for k in (m["keys"] or "").split(" ") if k], "uniq_key": m["uniq_key"], "msg_id": m["msg_id"],
         "transaction_type": ["NOT_TYPE", "PREPARED", "COMMIT", "ROLLBACK"][m["transaction_type"] >> 2],
         "body_crc_ok": m["body_crc_ok"], "tags_code": m["tags_code"],
+        # RocketMQ's verdict with forceVerifyPropCRC where the record carries __CRC32#, else no verdict
+        "properties_crc_ok": m.get("prop_crc_ok"),
         "record_version": 1 if m["magic_code"] == -626843481 else 2,
     }
 
