@@ -1,0 +1,50 @@
+"""Memory per split is bounded whatever the segment size: a 1 GiB segment written by our encoder decodes,
+every column, with about the same peak memory as a 128 MiB one. Generation and reading run in separate
+fresh processes so each ru_maxrss is the reader's own."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+WRITE = textwrap.dedent("""
+    import sys
+    from rocketstore_spark.codec.encode import synthetic_segment, tiled_segment_chunks
+    seg, pos = synthetic_segment(32 << 20)
+    with open(sys.argv[2], "wb") as f:
+        for chunk in tiled_segment_chunks(seg, pos, int(sys.argv[1])):
+            f.write(chunk.tobytes())
+""")
+READ = textwrap.dedent("""
+    import resource, sys
+    from rocketstore_spark.codec.columns import decode_columns, parse_delay_levels
+    from rocketstore_spark.store.records import RECORD_COLUMNS
+    from rocketstore_spark.store.segment_reader import SegmentReader
+    delay, rows = parse_delay_levels(), 0
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    reader = SegmentReader(sys.argv[1], 0)
+    for raw in reader:
+        decode_columns(raw.buf, raw.header, raw.positions, set(RECORD_COLUMNS), delay)
+        rows += raw.header.n
+    assert reader.result.findings == [] and reader.result.stop.name == "BLANK", reader.result
+    print(rows, baseline, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""")
+
+
+def decode_peak(tmp_path, size: int) -> tuple[int, int]:
+    path = str(tmp_path / f"{0:020d}")
+    subprocess.run([sys.executable, "-c", WRITE, str(size), path], check=True)
+    rows, baseline, peak = map(int, subprocess.run([sys.executable, "-c", READ, path], capture_output=True,
+                                                   text=True, check=True).stdout.split())
+    return rows, peak - baseline
+
+
+@pytest.mark.slow
+def test_one_gib_segment_decodes_in_bounded_memory(tmp_path):
+    rows_small, grew_small = decode_peak(tmp_path, 128 << 20)
+    rows_big, grew_big = decode_peak(tmp_path, 1 << 30)
+    assert rows_big > 7 * rows_small                           # the whole GiB was really decoded
+    assert grew_big < grew_small + 48 * 1024, (grew_small, grew_big)   # KiB: not proportional to size
+    assert grew_big < 400 * 1024

@@ -1,0 +1,113 @@
+"""Bad input and splits: damage is a finding with file and byte position; reading goes on; splits agree."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketstore_spark.codec.encode import Message, SegmentWriter
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.findings import StoreError
+from rocketstore_spark.store.records import read_table
+from rocketstore_spark.store.segment_reader import SegmentReader
+
+SEGMENT = 64 * 1024
+
+
+def make_store(tmp_path, n=60, segment_size=SEGMENT):
+    w = SegmentWriter(segment_size)
+    placed = [w.append(Message(topic=f"T{i % 3}", body=bytes([i % 251]) * (50 + 37 * i % 900),
+                               properties={"TAGS": f"t{i}", "KEYS": f"k{i}"})) for i in range(n)]
+    w.write(tmp_path / "commitlog")
+    return placed
+
+
+def patch(tmp_path, physical_offset, data: bytes, segment_size=SEGMENT):
+    path = tmp_path / "commitlog" / f"{physical_offset // segment_size * segment_size:020d}"
+    raw = bytearray(path.read_bytes())
+    pos = physical_offset % segment_size
+    raw[pos:pos + len(data)] = data
+    path.write_bytes(bytes(raw))
+    return str(path), pos
+
+
+@pytest.mark.parametrize("damage,check", [
+    (b"\xde\xad\xbe\xef" * 4, "commitlog.bad_magic"),                     # garbage over the header
+    (struct.pack(">i", 0x7FFFFFF0), "commitlog.bad_length"),              # absurd TOTALSIZE
+    (struct.pack(">i", 120), "commitlog.length_mismatch"),                # plausible but wrong TOTALSIZE
+])
+def test_damage_is_a_finding_and_reading_resumes(tmp_path, damage, check):
+    placed = make_store(tmp_path)
+    victim = placed[10][0]
+    path, pos = patch(tmp_path, victim, damage)
+    table, findings = read_table(tmp_path, columns=("topic",))
+    offsets = table.column("physical_offset").to_pylist()
+    assert victim not in offsets
+    assert offsets == [p for p, _ in placed if p != victim]              # everything else reads on
+    f = [f for f in findings if f.severity == "error"][0]
+    assert (f.check, f.file, f.file_position) == (check, path, pos)
+    assert path in f.render() and f"byte {pos}" in f.render()
+
+
+def test_unknown_magic_and_strict_mode(tmp_path):
+    placed = make_store(tmp_path)
+    path, pos = patch(tmp_path, placed[5][0] + 4, struct.pack(">I", 0xDAA320AC))
+    with pytest.raises(StoreError) as err:
+        read_table(tmp_path, strict=True)
+    # the finding names the record's first byte; the magic sits 4 bytes into it
+    assert err.value.finding.file_position == pos - 4 and err.value.finding.check == "commitlog.bad_magic"
+
+
+def test_non_utf8_topic_and_properties_are_replaced_not_fatal(tmp_path):
+    placed = make_store(tmp_path, n=5)
+    offset, size = placed[2]
+    topic_pos = offset + 91 + (50 + 37 * 2 % 900) - 91 + 88 + 1     # body starts at 88 in an IPv4 record
+    patch(tmp_path, topic_pos, b"\xff")
+    props_start = offset + size - len("TAGS\x01t2\x02KEYS\x01k2\x02")
+    patch(tmp_path, props_start + 5, b"\xfe")
+    table, findings = read_table(tmp_path)
+    rows = table.to_pylist()
+    assert rows[2]["topic"] == "\ufffd2" and dict(rows[2]["properties"])["TAGS"] == "\ufffd2"
+    assert findings == [] and [r["topic"] for r in rows[:2]] == ["T0", "T1"]
+
+
+def test_truncated_segment_file(tmp_path):
+    placed = make_store(tmp_path, n=20)
+    path = tmp_path / "commitlog" / f"{0:020d}"
+    cut = placed[7][0] + 30
+    path.write_bytes(path.read_bytes()[:cut])
+    layout = discover(tmp_path)[0]
+    assert [f.check for f in layout.findings] == []              # one segment: nothing to compare with
+    table, findings = read_table(tmp_path, columns=("topic",))
+    assert table.num_rows == 7
+    assert findings[0].check == "commitlog.bad_length" and findings[0].file_position == placed[7][0]
+
+
+def test_discovery_reports_gaps_sizes_and_strays(tmp_path):
+    make_store(tmp_path, n=200, segment_size=16 * 1024)
+    cl = tmp_path / "commitlog"
+    files = sorted(cl.iterdir())
+    assert len(files) >= 5
+    files[2].unlink()                                            # a gap
+    files[3].write_bytes(files[3].read_bytes()[:1000])           # a wrong size
+    (cl / "notes.txt").write_text("x")                           # a stray file
+    checks = sorted(f.check for f in discover(tmp_path)[0].findings)
+    assert checks == ["commitlog.gap", "commitlog.wrong_size", "store.stray_file"]
+    with pytest.raises(FileNotFoundError, match="neither a RocketMQ store root"):
+        discover(str(cl / "notes.txt"))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, SEGMENT - 1), max_size=6, unique=True))
+def test_any_split_points_give_the_same_records(tmp_path_factory, cuts):
+    tmp = tmp_path_factory.mktemp("s")
+    placed = make_store(tmp, n=70)
+    path = str(tmp / "commitlog" / f"{0:020d}")
+    bounds = [0, *sorted(cuts), SEGMENT]
+    seen = []
+    for start, end in zip(bounds, bounds[1:]):
+        for raw in SegmentReader(path, 0, start, end):
+            seen.extend(int(p) for p in raw.positions)
+    assert seen == [p for p, _ in placed if p < SEGMENT]
