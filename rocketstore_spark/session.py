@@ -28,13 +28,18 @@ def get_spark(app_name: str = "rocketstore-spark", master: str | None = None, de
     # the worker must run this interpreter (the .venv with numba, pyarrow, ...)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    submitted = None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # launched by spark-submit: attach to its JVM to see its settings (master, --jars); they rule
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif not SparkConf().contains("spark.master"):
+    elif submitted is None or not submitted.contains("spark.master"):
         builder = builder.master("local[*]")
     settings = {
         "spark.sql.python.filterPushdown.enabled": "true",
@@ -43,8 +48,9 @@ def get_spark(app_name: str = "rocketstore-spark", master: str | None = None, de
         "spark.sql.shuffle.partitions": "8",
     }
     if delta:
-        existing = SparkConf().get("spark.jars", "")
-        settings["spark.jars"] = ",".join([j for j in existing.split(",") if j] + delta_jars())
+        existing = [j for j in (submitted.get("spark.jars", "") if submitted else "").split(",") if j]
+        if not any("delta-spark" in j for j in existing):
+            settings["spark.jars"] = ",".join(existing + delta_jars())
         settings["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
         settings["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     settings.update(conf or {})
