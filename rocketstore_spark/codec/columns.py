@@ -249,19 +249,17 @@ def _msg_ids(buf, store_host_pos, sys_flag, physical_offset, n):
     return offsets, out
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _write_uint(out, o, v):
-    digits = np.empty(20, dtype=np.uint8)
-    d = 0
-    if v == 0:
-        digits[0] = 48
-        d = 1
-    while v > 0:
-        digits[d] = 48 + v % 10
-        v //= 10
+    """Decimal digits of v >= 0 at out[o:], returns the new end (no allocation: runs per record)."""
+    d = 1
+    t = v
+    while t >= 10:
+        t //= 10
         d += 1
-    for i in range(d):
-        out[o + i] = digits[d - 1 - i]
+    for i in range(d - 1, -1, -1):
+        out[o + i] = 48 + v % 10
+        v //= 10
     return o + d
 
 
@@ -302,7 +300,7 @@ def _hosts(buf, host_pos, sys_flag, v6_bit, n):
     return offsets, out[:o]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(nogil=True)      # not cached: it calls the system zlib through a pointer
 def crc_ok(buf, body_pos, body_len, body_crc, n):
     out = np.empty(n, dtype=np.bool_)
     for r in range(n):
@@ -313,7 +311,7 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
 _CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(nogil=True)      # not cached: it calls the system zlib through a pointer
 def prop_crc_ok(buf, record_pos, total_size, props_len, n):
     """5.x ``__CRC32#`` property (§2.12): always the record's last 20 bytes, ``__CRC32#`` 0x01, ten digits
     least-significant first, 0x02; covers the record minus those 20 bytes. Returns (ok, present)."""

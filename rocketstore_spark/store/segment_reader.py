@@ -2,9 +2,9 @@
 
 Runs wherever records are read: in Spark's Python workers (one split per partition), the CLI and tests.
 
-The file is opened ``O_RDONLY`` and read through one reusable window (``pread``; default 64 MiB, grown only
-up to ``max_record_size`` for a single large record), so memory per split is bounded whatever the segment
-size. Records belong to the split in which they *start*; the last one is read past the split end.
+The file is opened ``O_RDONLY`` and read through one window at a time (a read-only ``mmap`` of 64 MiB,
+or a ``pread`` copy where mapping fails; grown only up to ``max_record_size`` for a single large record),
+so memory per split is bounded whatever the segment size. Records belong to the split in which they *start*; the last one is read past the split end.
 A split that does not start at position 0 begins at the first plausible record start (commitlog.resync).
 
 Damage (bad magic, impossible length, lengths that do not add up) is a Finding naming file and byte
@@ -13,6 +13,7 @@ of file end the segment normally. In strict mode the first damage raises StoreEr
 """
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -25,6 +26,7 @@ from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.store.findings import Finding, StoreError
 
 DEFAULT_WINDOW = 64 << 20
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)      # prefault the window from the page cache in one go
 DEFAULT_MAX_RECORD = 64 << 20
 DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
@@ -89,26 +91,36 @@ class SegmentReader:
         finally:
             os.close(fd)
 
-    def _read(self, fd: int, storage: bytearray, position: int, file_size: int) -> np.ndarray:
-        length = min(len(storage), file_size - position)
-        view = memoryview(storage)[:length]
-        got = os.preadv(fd, [view], position) if length else 0
-        return np.frombuffer(storage, dtype=np.uint8, count=got)
+    def _read(self, fd: int, window: int, position: int, file_size: int) -> np.ndarray:
+        """The window [position, position + window) of the file: a read-only shared mapping (no copy; the
+        mapping goes away with the last batch that references it), or a pread copy where mmap fails."""
+        length = min(window, file_size - position)
+        if length <= 0:
+            return np.zeros(0, dtype=np.uint8)
+        aligned = position - position % mmap.ALLOCATIONGRANULARITY
+        try:
+            mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | _POPULATE,
+                           prot=mmap.PROT_READ, offset=aligned)
+            return np.frombuffer(mm, dtype=np.uint8)[position - aligned:]
+        except (OSError, ValueError):
+            buf = bytearray(length)
+            got = os.preadv(fd, [buf], position)
+            return np.frombuffer(buf, dtype=np.uint8, count=got)
 
     def _scan(self, fd: int) -> Iterator[RawBatch]:
         file_size = os.fstat(fd).st_size
         end = file_size if self.end is None else min(self.end, file_size)
         res = self.result
-        storage = bytearray(min(self.window, max(file_size - self.start, 8)))
+        window = self.window           # bytes per mapping; grows only for one oversized record
         pos = self.start
         if pos > 0:
-            pos = self._resync(fd, storage, pos, end, file_size)
+            pos = self._resync(fd, window, pos, end, file_size)
             if pos < 0:
                 res.end_position = self.start
                 return
         res.first_position = pos
         out_pos = np.empty(self.batch_rows, dtype=np.int64)
-        buf = self._read(fd, storage, pos, file_size)
+        buf = self._read(fd, window, pos, file_size)
         buf_file_pos = pos
         while True:
             count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
@@ -129,17 +141,17 @@ class SegmentReader:
                 continue
             if stop == Stop.NEED_MORE:
                 needed = self._record_extent(buf, buf_file_pos, pos)
-                if needed > len(storage):
+                if needed > window:
                     if needed > self.max_record_size:
                         self._finding("commitlog.record_too_large", pos,
                                       f"TOTALSIZE {needed} exceeds max_record_size {self.max_record_size}",
                                       total_size=needed)
-                        pos = self._after_damage(fd, storage, pos, end, file_size)
+                        pos = self._after_damage(fd, window, pos, end, file_size)
                         if pos < 0:
                             return
                     else:
-                        storage = bytearray(needed)
-                buf = self._read(fd, storage, pos, file_size)
+                        window = needed
+                buf = self._read(fd, window, pos, file_size)
                 buf_file_pos = pos
                 continue
             if not stop.is_damage:           # BLANK, zero fill, end of file: the segment ends here
@@ -151,10 +163,10 @@ class SegmentReader:
                           total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
                           magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
             res.stop, res.stop_position = stop, pos
-            pos = self._after_damage(fd, storage, pos, end, file_size)
+            pos = self._after_damage(fd, window, pos, end, file_size)
             if pos < 0:
                 return
-            buf = self._read(fd, storage, pos, file_size)
+            buf = self._read(fd, window, pos, file_size)
             buf_file_pos = pos
 
     @staticmethod
@@ -162,19 +174,19 @@ class SegmentReader:
         p = pos - buf_file_pos
         return int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else 8
 
-    def _after_damage(self, fd, storage, pos: int, end: int, file_size: int) -> int:
+    def _after_damage(self, fd, window, pos: int, end: int, file_size: int) -> int:
         """Next record start after damage at ``pos``, recording how many bytes were skipped; -1 if none."""
-        found = self._resync(fd, storage, pos + 1, end, file_size)
+        found = self._resync(fd, window, pos + 1, end, file_size)
         if found >= 0:
             self.result.findings.append(Finding("commitlog.resynchronised", "warning", self.path, found,
                                                 f"reading resumed after skipping {found - pos} bytes",
                                                 {"skipped_from": pos}))
         return found
 
-    def _resync(self, fd, storage: bytearray, start: int, end: int, file_size: int) -> int:
+    def _resync(self, fd, window: int, start: int, end: int, file_size: int) -> int:
         pos = start
         while pos < end:
-            buf = self._read(fd, storage, pos, file_size)
+            buf = self._read(fd, window, pos, file_size)
             if len(buf) < 36:
                 return -1
             found = commitlog.resync(buf, pos, self.base_offset, pos, end)
