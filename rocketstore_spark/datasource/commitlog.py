@@ -4,7 +4,7 @@
     spark.read.format("rocketmq").load("/data/*/store")                         # several stores (glob)
     spark.read.format("rocketmq").schema("topic STRING, body_length INT").load(p)  # decode only these
 
-Options: ``splitSize`` (bytes, default 128 MiB: larger segments are split and each split re-synchronises on
+Options: ``splitSize`` (bytes, default 256 MiB: larger segments are split and each split re-synchronises on
 the next record start), ``strict`` (fail on the first damaged record instead of reporting it and reading
 on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``.
 
