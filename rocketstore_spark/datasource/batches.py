@@ -22,6 +22,7 @@ def commitlog_batches(partition, schema: StructType, filters, options):
     delay_ms = parse_delay_levels(options.message_delay_level)
     reader = SegmentReader(partition.path, partition.base_offset, partition.start, partition.end,
                            strict=options.strict, max_record_size=options.max_record_size,
+                           batch_rows=options.batch_rows,
                            on_finding=lambda f: log.warning(f.render()))
     for raw in reader:
         n = raw.header.n

@@ -6,7 +6,8 @@
 
 Options: ``splitSize`` (bytes, default 256 MiB: larger segments are split and each split re-synchronises on
 the next record start), ``strict`` (fail on the first damaged record instead of reporting it and reading
-on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``.
+on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``,
+``batchRows`` (rows per Arrow batch, default 4096; a batch also ends at 16 MiB of records).
 
 Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec/ and ships Arrow
 batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python

@@ -71,20 +71,20 @@ class SegmentsReader(_TableReader):
         parts = []
         for layout in self.layouts():
             for seg in layout.segments:
+                # layout findings about this segment (wrong size, gap, ...) travel with it
+                layout_findings = tuple(f for f in layout.findings if f.file == seg.path)
                 parts.append(FilesPartition(layout.name, str(layout.commitlog_dir),
-                                            ((seg.path, seg.base_offset, seg.size),)))
+                                            ((seg.path, seg.base_offset, seg.size, layout_findings),)))
         return parts or [FilesPartition("", "", ())]
 
     def read(self, partition: FilesPartition):
         if not partition.items:
             return
-        from rocketstore_spark.store.discovery import discover
         from rocketstore_spark.verify.segments import scan_segment
-        (path, base_offset, size), = partition.items
-        layout_findings = [f for f in discover(partition.store)[0].findings if f.file == path]
+        (path, base_offset, size, layout_findings), = partition.items
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
                                max_record_size=self.options.max_record_size)
-        findings = layout_findings + summary.findings
+        findings = list(layout_findings) + summary.findings
         yield self.project({
             "store": partition.store, "segment": os.path.basename(path), "base_offset": base_offset,
             "file_size": size, "records": summary.records,

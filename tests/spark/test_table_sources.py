@@ -80,3 +80,15 @@ def test_delta_round_trip(spark, tmp_path):
     digest = lambda d: d.select(F.sum(F.crc32(F.col("body"))).alias("s"), F.sum("physical_offset").alias("p")).first()
     assert digest(back) == digest(df)
     assert spark.sql(f"DESCRIBE HISTORY delta.`{target}`").count() == 1
+
+
+def test_segments_carry_layout_findings(spark, tmp_path):
+    from rocketstore_spark.codec.encode import Message, SegmentWriter
+    w = SegmentWriter(16 * 1024)
+    for i in range(100):
+        w.append(Message(topic="T", body=bytes(300)))
+    files = w.write(tmp_path / "commitlog")
+    files[1].write_bytes(files[1].read_bytes()[:5000])          # one segment of the wrong size
+    rows = {r.segment: r for r in spark.read.format("rocketmq_segments").load(str(tmp_path)).collect()}
+    assert [f.check for f in rows[files[1].name].findings][0] == "commitlog.wrong_size"
+    assert all(not r.findings for name, r in rows.items() if name != files[1].name)
