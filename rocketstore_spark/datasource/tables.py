@@ -41,7 +41,12 @@ class FilesPartition(InputPartition):
 
 
 class _TableSource(DataSource):
+    NAME = ""
     SCHEMA = ""
+
+    @classmethod
+    def name(cls):
+        return cls.NAME
 
     def schema(self):
         return self.SCHEMA
@@ -102,9 +107,7 @@ class SegmentsDataSource(_TableSource):
     SCHEMA = SEGMENTS_SCHEMA
     READER = SegmentsReader
 
-    @classmethod
-    def name(cls):
-        return "rocketmq_segments"
+    NAME = "rocketmq_segments"
 
 
 # -------------------------------------------------------------------------------------- consumequeue
@@ -156,9 +159,7 @@ class ConsumeQueueDataSource(_TableSource):
     SCHEMA = CONSUMEQUEUE_SCHEMA
     READER = ConsumeQueueReader
 
-    @classmethod
-    def name(cls):
-        return "rocketmq_consumequeue"
+    NAME = "rocketmq_consumequeue"
 
 
 # --------------------------------------------------------------------------------------------- index
@@ -229,9 +230,7 @@ class IndexHeaderDataSource(_TableSource):
     SCHEMA = INDEX_HEADER_SCHEMA
     READER = IndexHeaderReader
 
-    @classmethod
-    def name(cls):
-        return "rocketmq_index_header"
+    NAME = "rocketmq_index_header"
 
 
 class IndexDataSource(_TableSource):
@@ -239,9 +238,7 @@ class IndexDataSource(_TableSource):
     SCHEMA = INDEX_SCHEMA
     READER = IndexReader
 
-    @classmethod
-    def name(cls):
-        return "rocketmq_index"
+    NAME = "rocketmq_index"
 
 
 # ------------------------------------------------------------------------------- checkpoint, offsets
@@ -285,9 +282,7 @@ class CheckpointDataSource(_TableSource):
     SCHEMA = CHECKPOINT_SCHEMA
     READER = CheckpointReader
 
-    @classmethod
-    def name(cls):
-        return "rocketmq_checkpoint"
+    NAME = "rocketmq_checkpoint"
 
 
 class ConsumerOffsetsDataSource(_TableSource):
@@ -295,9 +290,7 @@ class ConsumerOffsetsDataSource(_TableSource):
     SCHEMA = CONSUMER_OFFSETS_SCHEMA
     READER = ConsumerOffsetsReader
 
-    @classmethod
-    def name(cls):
-        return "rocketmq_consumer_offsets"
+    NAME = "rocketmq_consumer_offsets"
 
 
 ALL = (SegmentsDataSource, ConsumeQueueDataSource, IndexDataSource, IndexHeaderDataSource, CheckpointDataSource,
