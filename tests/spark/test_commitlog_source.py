@@ -95,3 +95,14 @@ def test_several_stores_by_glob(spark):
     df = spark.read.format("rocketmq").schema("store STRING").load(pattern)
     counts = {r["store"]: r["count"] for r in df.groupBy("store").count().collect()}
     assert counts == {str(BY_ID[f"{v}/clean"].store): len(BY_ID[f"{v}/clean"].messages) for v in ("4.9.8", "5.5.1")}
+
+
+def test_store_timestamp_literal_filter_is_exact_to_the_millisecond(spark):
+    import datetime as dt
+    g = BY_ID["5.5.1/clean"]
+    stamps = sorted(m["store_timestamp"] for m in g.messages)
+    t = stamps[len(stamps) // 2]
+    literal = dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    df = spark.read.format("rocketmq").schema("store_timestamp TIMESTAMP").load(str(g.store))
+    assert df.where(f"store_timestamp >= TIMESTAMP '{literal}'").count() == sum(s >= t for s in stamps)
+    assert df.where(f"store_timestamp < TIMESTAMP '{literal}'").count() == sum(s < t for s in stamps)
