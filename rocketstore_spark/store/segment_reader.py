@@ -34,8 +34,9 @@ DEFAULT_BATCH_BYTES = 16 << 20
 
 @dataclass
 class RawBatch:
-    """n walked records: the window bytes, their file positions and decoded headers. ``buf`` is reused by
-    the next batch, so everything needed must be taken from it before asking for the next one."""
+    """n walked records: the window bytes, their file positions and decoded headers. ``buf`` is a read-only
+    view of the file (a mapping, or a pread copy); decoded columns copy what they need out of it, so holding
+    on to a batch holds on to its window."""
     buf: np.ndarray
     buf_file_pos: int
     positions: np.ndarray
@@ -74,7 +75,7 @@ class SegmentReader:
 
     # ------------------------------------------------------------------------------------ findings
 
-    def _finding(self, check: str, position: int, message: str, **evidence) -> None:
+    def _finding(self, check: str, position: int | None, message: str, **evidence) -> None:
         f = Finding(check, "error", self.path, position, message, evidence)
         if self.strict:
             raise StoreError(f)
@@ -85,7 +86,11 @@ class SegmentReader:
     # ----------------------------------------------------------------------------------- reading
 
     def __iter__(self) -> Iterator[RawBatch]:
-        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as e:               # deleted or unreadable since planning: a finding, not a crash
+            self._finding("commitlog.unreadable", None, f"cannot open: {e.strerror}", errno=e.errno)
+            return
         try:
             yield from self._scan(fd)
         finally:

@@ -111,3 +111,15 @@ def test_any_split_points_give_the_same_records(tmp_path_factory, cuts):
         for raw in SegmentReader(path, 0, start, end):
             seen.extend(int(p) for p in raw.positions)
     assert seen == [p for p, _ in placed if p < SEGMENT]
+
+
+def test_segment_gone_after_planning_is_a_finding(tmp_path):
+    make_store(tmp_path, n=5)
+    path = tmp_path / "commitlog" / f"{0:020d}"
+    reader = SegmentReader(str(path), 0)
+    path.unlink()
+    assert list(reader) == []
+    f = reader.result.findings[0]
+    assert f.check == "commitlog.unreadable" and f.file == str(path)
+    with pytest.raises(StoreError, match="cannot open"):
+        list(SegmentReader(str(path), 0, strict=True))
