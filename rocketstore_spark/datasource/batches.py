@@ -29,7 +29,7 @@ def commitlog_batches(partition, schema: StructType, filters, options):
         physical = partition.base_offset + raw.positions
         cols = decode_columns(raw.buf, raw.header, physical, wanted, delay_ms)
         if "store" in wanted:
-            cols["store"] = pa.array(np.full(n, partition.store, dtype=object), pa.string())
+            cols["store"] = pa.repeat(pa.scalar(partition.store, pa.string()), n)
         if "segment_base_offset" in wanted:
             cols["segment_base_offset"] = pa.array(np.full(n, partition.base_offset, dtype=np.int64))
         if "file_position" in wanted:

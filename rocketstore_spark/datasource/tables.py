@@ -139,15 +139,15 @@ class ConsumeQueueReader(_TableReader):
         for chunk in read_queue(qdir):
             n = len(chunk.entries)
             cols = {
-                "store": pa.array([store] * n, pa.string()),
-                "topic": pa.array([topic] * n, pa.string()),
+                "store": pa.repeat(pa.scalar(store, pa.string()), n),
+                "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
                 "queue_id": pa.array(np.full(n, queue_id, dtype=np.int32)),
                 "queue_offset": pa.array(chunk.queue_offsets),
                 "physical_offset": pa.array(chunk.entries["commit_log_offset"].astype(np.int64)),
                 "size": pa.array(chunk.entries["size"].astype(np.int32)),
                 "tags_code": pa.array(chunk.entries["tags_code"].astype(np.int64)),
                 "is_filler": pa.array(chunk.fillers),
-                "file": pa.array([chunk.file] * n, pa.string()),
+                "file": pa.repeat(pa.scalar(chunk.file, pa.string()), n),
                 "file_position": pa.array(chunk.file_positions),
             }
             yield pa.RecordBatch.from_arrays([cols[c] for c in self.columns],
@@ -211,8 +211,8 @@ class IndexReader(_IndexReader):
         begin = int(idx.header["begin_timestamp"])
         arrow_schema = to_arrow_schema(struct(INDEX_SCHEMA), timezone="UTC")
         cols = {
-            "store": pa.array([partition.store] * n, pa.string()),
-            "file": pa.array([os.path.basename(idx.path)] * n, pa.string()),
+            "store": pa.repeat(pa.scalar(partition.store, pa.string()), n),
+            "file": pa.repeat(pa.scalar(os.path.basename(idx.path), pa.string()), n),
             "entry_index": pa.array(np.arange(1, n + 1, dtype=np.int32)),
             "slot": pa.array((e["key_hash"].astype(np.int64) % idx.geometry.hash_slot_num).astype(np.int32)),
             "key_hash": pa.array(e["key_hash"].astype(np.int32)),
