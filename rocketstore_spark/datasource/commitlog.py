@@ -27,7 +27,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
 from pyspark.sql.types import StructType
 
 from rocketstore_spark.datasource.options import Options
-from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, STORE_LEVEL_COLUMNS, check_schema
+from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, check_schema
 
 log = logging.getLogger("rocketstore_spark.rocketmq")
 

@@ -19,8 +19,6 @@ COMMITLOG_SCHEMA = ", ".join([
     "keys ARRAY<STRING>", "uniq_key STRING", "msg_id STRING", "transaction_type STRING",
     "body_crc_ok BOOLEAN", "properties_crc_ok BOOLEAN", "tags_code BIGINT", "stored_physical_offset BIGINT",
 ])
-#: columns the reader fills from where a record was found rather than from its bytes
-STORE_LEVEL_COLUMNS = ("store", "segment_base_offset", "file_position", "physical_offset")
 
 SEGMENTS_SCHEMA = ", ".join([
     "store STRING", "segment STRING", "base_offset BIGINT", "file_size BIGINT", "records BIGINT",

@@ -59,10 +59,18 @@ class _TableSource(DataSource):
 class _TableReader(DataSourceReader):
     def __init__(self, options: Options, schema):
         self.options = options
+        self.schema = schema
         self.columns = schema.names
 
     def project(self, row: dict) -> tuple:
         return tuple(row[c] for c in self.columns)
+
+    def to_batch(self, cols: dict):
+        """An Arrow batch with exactly the requested columns, in order (worker side)."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+        return pa.RecordBatch.from_arrays([cols[c] for c in self.columns],
+                                          schema=to_arrow_schema(self.schema, timezone="UTC"))
 
     def layouts(self):
         from rocketstore_spark.store.discovery import discover
@@ -124,14 +132,10 @@ class ConsumeQueueReader(_TableReader):
     def read(self, partition: FilesPartition):
         if not partition.items:
             return
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        from rocketstore_spark.datasource.schemas import struct
-        arrow_schema = to_arrow_schema(struct(CONSUMEQUEUE_SCHEMA), timezone="UTC")
         for topic, queue_id, qdir in partition.items:
-            yield from self._queue_batches(partition.store, topic, queue_id, qdir, arrow_schema)
+            yield from self._queue_batches(partition.store, topic, queue_id, qdir)
 
-    def _queue_batches(self, store, topic, queue_id, qdir, arrow_schema):
+    def _queue_batches(self, store, topic, queue_id, qdir):
         import numpy as np
         import pyarrow as pa
 
@@ -150,8 +154,7 @@ class ConsumeQueueReader(_TableReader):
                 "file": pa.repeat(pa.scalar(chunk.file, pa.string()), n),
                 "file_position": pa.array(chunk.file_positions),
             }
-            yield pa.RecordBatch.from_arrays([cols[c] for c in self.columns],
-                                             schema=pa.schema([arrow_schema.field(c) for c in self.columns]))
+            yield self.to_batch(cols)
 
 
 class ConsumeQueueDataSource(_TableSource):
@@ -199,9 +202,7 @@ class IndexReader(_IndexReader):
             return
         import numpy as np
         import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
 
-        from rocketstore_spark.datasource.schemas import struct
         from rocketstore_spark.store.indexes import read_index_file
         idx = read_index_file(partition.items[0], self.options.hash_slot_num, entries=True)
         e = idx.entries
@@ -209,7 +210,6 @@ class IndexReader(_IndexReader):
         if n == 0:
             return
         begin = int(idx.header["begin_timestamp"])
-        arrow_schema = to_arrow_schema(struct(INDEX_SCHEMA), timezone="UTC")
         cols = {
             "store": pa.repeat(pa.scalar(partition.store, pa.string()), n),
             "file": pa.repeat(pa.scalar(os.path.basename(idx.path), pa.string()), n),
@@ -221,8 +221,7 @@ class IndexReader(_IndexReader):
             "prev_index": pa.array(e["prev_index"].astype(np.int32)),
             "store_time": pa.array((begin + e["time_diff"].astype(np.int64) * 1000) * 1000, pa.timestamp("us", "UTC")),
         }
-        yield pa.RecordBatch.from_arrays([cols[c] for c in self.columns],
-                                         schema=pa.schema([arrow_schema.field(c) for c in self.columns]))
+        yield self.to_batch(cols)
 
 
 class IndexHeaderDataSource(_TableSource):

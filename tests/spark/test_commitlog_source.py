@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
 
 from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.datasource.commitlog import RocketMQDataSource

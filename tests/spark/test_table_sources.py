@@ -2,8 +2,6 @@
 RocketMQ's manifests; Delta Lake round trip."""
 from __future__ import annotations
 
-import json
-
 from pyspark.sql import functions as F
 
 from tests.codec.test_commitlog import millis
