@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from rocketstore_spark.codec.columns import decode_columns, parse_delay_levels
+from rocketstore_spark.codec.columns import parse_delay_levels
 from rocketstore_spark.datasource.filters import row_mask
+from rocketstore_spark.store.records import decode_raw_batch
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 log = logging.getLogger("rocketstore_spark.rocketmq")
@@ -25,17 +25,9 @@ def commitlog_batches(partition, schema: StructType, filters, options):
                            batch_rows=options.batch_rows,
                            on_finding=lambda f: log.warning(f.render()))
     for raw in reader:
-        n = raw.header.n
-        physical = partition.base_offset + raw.positions
-        cols = decode_columns(raw.buf, raw.header, physical, wanted, delay_ms)
+        cols = decode_raw_batch(raw, partition.base_offset, wanted, delay_ms)
         if "store" in wanted:
-            cols["store"] = pa.repeat(pa.scalar(partition.store, pa.string()), n)
-        if "segment_base_offset" in wanted:
-            cols["segment_base_offset"] = pa.array(np.full(n, partition.base_offset, dtype=np.int64))
-        if "file_position" in wanted:
-            cols["file_position"] = pa.array(raw.positions)
-        if "physical_offset" in wanted:
-            cols["physical_offset"] = pa.array(physical)
+            cols["store"] = pa.repeat(pa.scalar(partition.store, pa.string()), raw.header.n)
         batch = pa.RecordBatch.from_arrays([cols[name].cast(field.type) if cols[name].type != field.type
                                             else cols[name] for name, field in zip(schema.names, arrow_schema)],
                                            schema=arrow_schema)

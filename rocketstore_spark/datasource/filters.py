@@ -46,10 +46,9 @@ def store_allowed(filters, store: str) -> bool:
 
 
 def _scalar(value, arrow_type):
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return pa.scalar(value, type=arrow_type)
+    # Spark pushes TIMESTAMP literals tz-aware; a naive value can only mean UTC (the session time zone)
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
     return pa.scalar(value, type=arrow_type)
 
 

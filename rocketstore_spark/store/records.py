@@ -19,23 +19,36 @@ RECORD_COLUMNS = ("total_size", "magic_code", "record_version", "body_crc", "que
                   "stored_physical_offset")
 
 
+POSITION_COLUMNS = ("segment_base_offset", "file_position", "physical_offset")
+
+
+def decode_raw_batch(raw, base_offset: int, wanted: set[str], delay_ms) -> dict[str, pa.Array]:
+    """The ``wanted`` columns of one walked batch: record fields (codec) plus where each record lies."""
+    physical = base_offset + raw.positions
+    cols = decode_columns(raw.buf, raw.header, physical, wanted, delay_ms)
+    if "segment_base_offset" in wanted:
+        cols["segment_base_offset"] = pa.array(np.full(raw.header.n, base_offset, dtype=np.int64))
+    if "file_position" in wanted:
+        cols["file_position"] = pa.array(raw.positions)
+    if "physical_offset" in wanted:
+        cols["physical_offset"] = pa.array(physical)
+    return cols
+
+
 def read_table(path, columns=RECORD_COLUMNS, message_delay_level: str = DEFAULT_DELAY_LEVELS,
                strict: bool = False) -> tuple[pa.Table, list[Finding]]:
     """(table with segment_base_offset, file_position, physical_offset + ``columns``, findings)."""
     delay_ms = parse_delay_levels(message_delay_level)
-    wanted = set(columns)
+    names = (*POSITION_COLUMNS, *columns)
+    wanted = set(names)
     batches, findings = [], []
     for layout in discover(path):
         findings.extend(layout.findings)
         for seg in layout.segments:
             reader = SegmentReader(seg.path, seg.base_offset, strict=strict)
             for raw in reader:
-                physical = seg.base_offset + raw.positions
-                cols = decode_columns(raw.buf, raw.header, physical, wanted, delay_ms)
-                arrays = {"segment_base_offset": pa.array(np.full(raw.header.n, seg.base_offset, dtype=np.int64)),
-                          "file_position": pa.array(raw.positions), "physical_offset": pa.array(physical)}
-                arrays.update((c, cols[c]) for c in columns)
-                batches.append(pa.RecordBatch.from_pydict(arrays))
+                cols = decode_raw_batch(raw, seg.base_offset, wanted, delay_ms)
+                batches.append(pa.RecordBatch.from_pydict({c: cols[c] for c in names}))
             findings.extend(reader.result.findings)
     if not batches:
         return pa.table({"physical_offset": pa.array([], pa.int64())}), findings
