@@ -15,19 +15,19 @@ from rocketstore_spark.store.segment_reader import SegmentReader
 log = logging.getLogger("rocketstore_spark.rocketmq")
 
 
-def commitlog_batches(partition, schema: StructType, filters, options):
-    """Arrow batches of one split with exactly the columns of ``schema``, filtered by ``filters``."""
+def commitlog_batches(segment_range, schema: StructType, filters, options):
+    """Arrow batches of one SegmentRange with exactly the columns of ``schema``, filtered by ``filters``."""
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     wanted = set(schema.names) | {f.attribute[0] for f in filters}
     delay_ms = parse_delay_levels(options.message_delay_level)
-    reader = SegmentReader(partition.path, partition.base_offset, partition.start, partition.end,
+    reader = SegmentReader(segment_range.path, segment_range.base_offset, segment_range.start, segment_range.end,
                            strict=options.strict, max_record_size=options.max_record_size,
                            batch_rows=options.batch_rows,
                            on_finding=lambda f: log.warning(f.render()))
     for raw in reader:
-        cols = decode_raw_batch(raw, partition.base_offset, wanted, delay_ms)
+        cols = decode_raw_batch(raw, segment_range.base_offset, wanted, delay_ms)
         if "store" in wanted:
-            cols["store"] = pa.repeat(pa.scalar(partition.store, pa.string()), raw.header.n)
+            cols["store"] = pa.repeat(pa.scalar(segment_range.store, pa.string()), raw.header.n)
         batch = pa.RecordBatch.from_arrays([cols[name].cast(field.type) if cols[name].type != field.type
                                             else cols[name] for name, field in zip(schema.names, arrow_schema)],
                                            schema=arrow_schema)

@@ -4,8 +4,9 @@
     spark.read.format("rocketmq").load("/data/*/store")                         # several stores (glob)
     spark.read.format("rocketmq").schema("topic STRING, body_length INT").load(p)  # decode only these
 
-Options: ``splitSize`` (bytes, default 256 MiB: larger segments are split and each split re-synchronises on
-the next record start), ``strict`` (fail on the first damaged record instead of reporting it and reading
+Options: ``splitSize`` (bytes of CommitLog per Spark partition; default: the store divided by the session's
+cores, between 64 MiB and 2 GiB — see planning.py; segments are cut at arbitrary positions, small ones packed
+together), ``strict`` (fail on the first damaged record instead of reporting it and reading
 on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``,
 ``batchRows`` (rows per Arrow batch, default 4096; a batch also ends at 16 MiB of records).
 
@@ -20,28 +21,19 @@ worker: ``store``/``topic``/``queue_id``/``transaction_type`` =, IN; ranges and 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
-                                    InputPartition, LessThan, LessThanOrEqual)
+                                    LessThan, LessThanOrEqual)
 from pyspark.sql.types import StructType
 
 from rocketstore_spark.datasource.options import Options
+from rocketstore_spark.datasource.planning import ScanPartition, plan_partitions, session_parallelism
 from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, check_schema
 
 log = logging.getLogger("rocketstore_spark.rocketmq")
 
 RANGE_COLUMNS = {"physical_offset", "queue_offset", "store_timestamp", "born_timestamp"}
 SET_COLUMNS = {"store", "topic", "queue_id", "transaction_type"}
-
-
-@dataclass(frozen=True)
-class SplitPartition(InputPartition):
-    store: str
-    path: str
-    base_offset: int
-    start: int
-    end: int
 
 
 class RocketMQDataSource(DataSource):
@@ -82,25 +74,20 @@ class RocketMQReader(DataSourceReader):
         from rocketstore_spark.store.discovery import discover
 
         lo, hi = physical_offset_bounds(self.filters)
-        split = self.options.split_size
-        parts = []
+        selected = []
         for layout in discover(self.options.paths):
             if not store_allowed(self.filters, layout.name):
                 continue
             for finding in layout.findings:
                 log.warning(finding.render())
-            for seg in layout.segments:
-                if seg.base_offset + seg.size <= lo or seg.base_offset > hi:
-                    continue                        # the whole segment lies outside the offset range
-                for start in range(0, max(seg.size, 1), split):
-                    parts.append(SplitPartition(layout.name, seg.path, seg.base_offset, start,
-                                                min(start + split, seg.size)))
-        return parts or [SplitPartition("", "", 0, 0, 0)]
+            # a segment wholly outside the physical offset range is never read
+            selected += [(layout.name, seg) for seg in layout.segments
+                         if seg.base_offset + seg.size > lo and seg.base_offset <= hi]
+        return plan_partitions(selected, self.options.split_size, session_parallelism()) or [ScanPartition(())]
 
     # ----------------------------------------------------------------------------- worker side
 
-    def read(self, partition: SplitPartition):
+    def read(self, partition: ScanPartition):
         from rocketstore_spark.datasource.batches import commitlog_batches
-        if not partition.path:
-            return
-        yield from commitlog_batches(partition, self.schema, self.filters, self.options)
+        for segment_range in partition.ranges:
+            yield from commitlog_batches(segment_range, self.schema, self.filters, self.options)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from rocketstore_spark.codec.columns import DEFAULT_DELAY_LEVELS
 
 DEFAULT_BATCH_ROWS = 4096
-DEFAULT_SPLIT_SIZE = 256 << 20      # Spark pays ~80 ms per Python-source task: fewer, larger splits
 
 
 def _bool(value: str | None, name: str) -> bool:
@@ -19,7 +18,7 @@ def _bool(value: str | None, name: str) -> bool:
     raise ValueError(f"option {name}={value!r}: expected true or false")
 
 
-def _int(value: str | None, name: str, default: int, minimum: int) -> int:
+def _int(value: str | None, name: str, default: int | None, minimum: int) -> int | None:
     if value is None:
         return default
     try:
@@ -34,7 +33,7 @@ def _int(value: str | None, name: str, default: int, minimum: int) -> int:
 @dataclass(frozen=True)
 class Options:
     paths: tuple[str, ...]
-    split_size: int
+    split_size: int | None        # None: planning.auto_split_size
     strict: bool
     message_delay_level: str
     max_record_size: int
@@ -48,7 +47,7 @@ class Options:
         if not paths:
             raise ValueError("no store given: use .load(path) or .option('paths', 'a,b')")
         object.__setattr__(self, "paths", tuple(p.strip() for p in ",".join(paths).split(",") if p.strip()))
-        object.__setattr__(self, "split_size", _int(opts.get("splitsize"), "splitSize", DEFAULT_SPLIT_SIZE, 1 << 20))
+        object.__setattr__(self, "split_size", _int(opts.get("splitsize"), "splitSize", None, 4096))
         object.__setattr__(self, "strict", _bool(opts.get("strict"), "strict"))
         object.__setattr__(self, "message_delay_level", opts.get("messagedelaylevel") or DEFAULT_DELAY_LEVELS)
         object.__setattr__(self, "max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", 64 << 20, 1024))

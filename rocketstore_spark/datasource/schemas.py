@@ -10,14 +10,19 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Int
 _SCALARS = {"STRING": StringType(), "INT": IntegerType(), "BIGINT": LongType(), "BOOLEAN": BooleanType(),
             "BINARY": BinaryType(), "TIMESTAMP": TimestampType()}
 
+# NOT NULL where a record always has the value (only tags, uniq_key and properties_crc_ok can be absent):
+# Spark then skips a null check per row and field when it ingests the batches.
 COMMITLOG_SCHEMA = ", ".join([
-    "store STRING", "segment_base_offset BIGINT", "file_position BIGINT", "physical_offset BIGINT",
-    "total_size INT", "magic_code INT", "record_version INT", "body_crc INT", "queue_id INT", "flag INT",
-    "queue_offset BIGINT", "sys_flag INT", "born_timestamp TIMESTAMP", "store_timestamp TIMESTAMP",
-    "born_host STRING", "store_host STRING", "reconsume_times INT", "prepared_transaction_offset BIGINT",
-    "body_length INT", "body BINARY", "topic STRING", "properties MAP<STRING, STRING>", "tags STRING",
-    "keys ARRAY<STRING>", "uniq_key STRING", "msg_id STRING", "transaction_type STRING",
-    "body_crc_ok BOOLEAN", "properties_crc_ok BOOLEAN", "tags_code BIGINT", "stored_physical_offset BIGINT",
+    "store STRING NOT NULL", "segment_base_offset BIGINT NOT NULL", "file_position BIGINT NOT NULL",
+    "physical_offset BIGINT NOT NULL", "total_size INT NOT NULL", "magic_code INT NOT NULL",
+    "record_version INT NOT NULL", "body_crc INT NOT NULL", "queue_id INT NOT NULL", "flag INT NOT NULL",
+    "queue_offset BIGINT NOT NULL", "sys_flag INT NOT NULL", "born_timestamp TIMESTAMP NOT NULL",
+    "store_timestamp TIMESTAMP NOT NULL", "born_host STRING NOT NULL", "store_host STRING NOT NULL",
+    "reconsume_times INT NOT NULL", "prepared_transaction_offset BIGINT NOT NULL", "body_length INT NOT NULL",
+    "body BINARY NOT NULL", "topic STRING NOT NULL", "properties MAP<STRING, STRING> NOT NULL",
+    "tags STRING", "keys ARRAY<STRING> NOT NULL", "uniq_key STRING", "msg_id STRING NOT NULL",
+    "transaction_type STRING NOT NULL", "body_crc_ok BOOLEAN NOT NULL", "properties_crc_ok BOOLEAN",
+    "tags_code BIGINT NOT NULL", "stored_physical_offset BIGINT NOT NULL",
 ])
 
 SEGMENTS_SCHEMA = ", ".join([
@@ -85,9 +90,15 @@ def _type(text: str) -> DataType:
     raise ValueError(f"unsupported type {text!r}")
 
 
+def _field(text: str) -> StructField:
+    name, type_text = text.split(" ", 1)
+    not_null = type_text.upper().endswith(" NOT NULL")
+    return StructField(name, _type(type_text[:-9] if not_null else type_text), nullable=not not_null)
+
+
 def struct(ddl: str) -> StructType:
     """Our schema strings as a StructType, without a SparkContext (workers have none)."""
-    return StructType([StructField(f.split(" ", 1)[0], _type(f.split(" ", 1)[1])) for f in _split_top(ddl, ",")])
+    return StructType([_field(f) for f in _split_top(ddl, ",")])
 
 
 def check_schema(schema: StructType, full: str, source: str) -> None:

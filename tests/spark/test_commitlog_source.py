@@ -71,11 +71,15 @@ def test_physical_offset_filter_skips_whole_segments():
     from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
     g = BY_ID["4.9.8/clean"]
     reader = RocketMQDataSource({"path": str(g.store)}).reader(struct("physical_offset BIGINT"))
-    all_parts = len(reader.partitions())
+
+    def segments_read():
+        return [r.base_offset for p in reader.partitions() for r in p.ranges]
+
+    all_segments = segments_read()
     remaining = list(reader.pushFilters([GreaterThanOrEqual(("physical_offset",), 262144),
                                          LessThan(("physical_offset",), 300000)]))
     assert remaining == []
-    assert [p.base_offset for p in reader.partitions()] == [262144] and all_parts == 4
+    assert segments_read() == [262144] and len(all_segments) == 4
 
 
 def test_splits_inside_large_segments_read_every_record_once(spark, tmp_path):
@@ -87,6 +91,18 @@ def test_splits_inside_large_segments_read_every_record_once(spark, tmp_path):
         .load(str(tmp_path))
     assert df.rdd.getNumPartitions() == 3 * len(w.segments)
     assert sorted(r[0] for r in df.collect()) == [p for p, _ in placed]
+
+
+@pytest.mark.parametrize("split_size", [4096, 50_000, 131_072])
+def test_partitions_cut_anywhere_and_packed_across_segments_read_every_record_once(spark, split_size):
+    # golden segments are 128 KiB: these cuts fall inside records, on segment ends, and across segments
+    g = BY_ID["5.5.1/clean"]
+    df = spark.read.format("rocketmq").option("splitSize", str(split_size)) \
+        .schema("physical_offset BIGINT, queue_offset BIGINT").load(str(g.store))
+    total = sum(f.stat().st_size for f in (g.store / "commitlog").iterdir())
+    assert df.rdd.getNumPartitions() == -(-total // split_size)
+    assert sorted(tuple(r) for r in df.collect()) == sorted((m["physical_offset"], m["queue_offset"])
+                                                            for m in g.messages)
 
 
 def test_several_stores_by_glob(spark):
