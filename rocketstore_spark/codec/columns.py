@@ -20,6 +20,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from rocketstore_spark.codec import native
 from rocketstore_spark.codec.commitlog import MAGIC_V2, TRANSACTION_TYPES, be32
 from rocketstore_spark.codec.crc32 import rmq_crc32_span
 from rocketstore_spark.codec.javahash import java_hash_span
@@ -49,8 +50,14 @@ def _gather(buf, pos, lens, n):
     for r in range(n):
         offsets[r + 1] = offsets[r] + max(lens[r], 0)
     data = np.empty(offsets[n], dtype=np.uint8)
+    src = buf.ctypes.data
+    dst = data.ctypes.data
     for r in range(n):
-        data[offsets[r]:offsets[r + 1]] = buf[pos[r]:pos[r] + offsets[r + 1] - offsets[r]]
+        length = offsets[r + 1] - offsets[r]
+        # the walk keeps every span inside its record and window; memcpy must never be the one to find out
+        if length and (pos[r] < 0 or pos[r] + length > buf.shape[0]):
+            raise IndexError("span outside the buffer")
+        native.memcpy(dst + offsets[r], src + pos[r], length)
     return offsets, data
 
 
@@ -300,7 +307,7 @@ def _hosts(buf, host_pos, sys_flag, v6_bit, n):
     return offsets, out[:o]
 
 
-@numba.njit(nogil=True)      # not cached: it calls the system zlib through a pointer
+@numba.njit(cache=True, nogil=True)
 def crc_ok(buf, body_pos, body_len, body_crc, n):
     out = np.empty(n, dtype=np.bool_)
     for r in range(n):
@@ -311,7 +318,7 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
 _CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()
 
 
-@numba.njit(nogil=True)      # not cached: it calls the system zlib through a pointer
+@numba.njit(cache=True, nogil=True)
 def prop_crc_ok(buf, record_pos, total_size, props_len, n):
     """5.x ``__CRC32#`` property (§2.12): always the record's last 20 bytes, ``__CRC32#`` 0x01, ten digits
     least-significant first, 0x02; covers the record minus those 20 bytes. Returns (ok, present)."""

@@ -1,16 +1,16 @@
 """CRC-32 as RocketMQ stores it (``UtilAll.crc32``): IEEE CRC-32 (zlib's) with the top bit cleared.
 
-Pure and compiled; runs wherever it is called (executor for Spark reads). The system zlib's ``crc32`` (the
-library Python's zlib module uses) is called straight from compiled code — about twice as fast as a
-table-driven loop; where it cannot be loaded, a numba slicing-by-8 implementation is used.
+Pure and compiled; runs wherever it is called (executor for Spark reads). Compiled code calls
+``libdeflate_crc32`` from the pinned ``deflate`` package (native.py: ~11 GB/s on 1 KiB message bodies,
+against ~3 GB/s for zlib's and ~1 GB/s for a slicing-by-8 table). Where the package cannot be loaded, the
+numba slicing-by-8 implementation below is used.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 import numba
 import numpy as np
+
+from rocketstore_spark.codec import native
 
 RMQ_CRC_MASK = 0x7FFFFFFF
 
@@ -52,25 +52,13 @@ def crc32_span(buf, start, length):
     return crc ^ np.uint32(0xFFFFFFFF)
 
 
-def _libz_crc32():
-    try:
-        fn = ctypes.CDLL(ctypes.util.find_library("z") or "libz.so.1").crc32
-    except (OSError, AttributeError):
-        return None
-    fn.restype = ctypes.c_ulong
-    fn.argtypes = [ctypes.c_ulong, ctypes.c_void_p, ctypes.c_uint]
-    return fn
-
-
-_ZLIB_CRC32 = _libz_crc32()
-
-if _ZLIB_CRC32 is not None:
-    @numba.njit(nogil=True)
+if native.HAVE_LIBDEFLATE:
+    @numba.njit(cache=True, nogil=True)
     def rmq_crc32_span(buf, start, length):
         """RocketMQ's stored form: CRC-32 & 0x7FFFFFFF, as a non-negative int32 value."""
         if length <= 0:
             return np.int32(0)
-        return np.int32(_ZLIB_CRC32(0, buf.ctypes.data + start, length) & RMQ_CRC_MASK)
+        return np.int32(native.crc32(np.uint32(0), buf.ctypes.data + start, length) & RMQ_CRC_MASK)
 else:
     @numba.njit(cache=True, nogil=True)
     def rmq_crc32_span(buf, start, length):

@@ -168,3 +168,20 @@ def test_crc32_property_verdict(tmp_path):
     assert table.column("properties_crc_ok").to_pylist() == [True, False, None]
     assert table.column("body_crc_ok").to_pylist() == [True, True, True]
     assert dict(table.column("properties").to_pylist()[0])["TAGS"] == "a"
+
+
+@settings(deadline=None)             # the first example compiles (or loads) the kernels
+@given(st.binary(max_size=5000), st.integers(0, 64))
+def test_both_crc32_implementations_equal_zlib(data, skip):
+    from rocketstore_spark.codec.crc32 import crc32_span, rmq_crc32_span
+    arr = np.frombuffer(data, dtype=np.uint8)
+    start = min(skip, len(arr))
+    want = zlib.crc32(data[start:])
+    assert int(crc32_span(arr, start, len(arr) - start)) == want
+    assert int(rmq_crc32_span(arr, start, len(arr) - start)) == want & 0x7FFFFFFF
+
+
+def test_crc32_uses_libdeflate():
+    # the pinned deflate package is a dependency: falling back to the slow table would be a silent regression
+    from rocketstore_spark.codec import native
+    assert native.HAVE_LIBDEFLATE
