@@ -350,7 +350,7 @@ TRANSACTION_NAMES = pa.array(TRANSACTION_TYPES, pa.string())
 
 
 class HeaderColumns:
-    """Fixed-width fields and spans of n decoded records (numpy arrays; see commitlog.decode_header)."""
+    """Fixed-width fields and spans of n decoded records (numpy arrays, filled by commitlog.walk)."""
 
     FIELDS = (
         ("total_size", np.int32), ("magic_code", np.int32), ("body_crc", np.int32), ("queue_id", np.int32),
@@ -369,6 +369,14 @@ class HeaderColumns:
 
     def arrays(self):
         return [getattr(self, name) for name, _ in self.FIELDS]
+
+    def head(self, n: int) -> "HeaderColumns":
+        """The first n rows (views, no copy)."""
+        out = HeaderColumns.__new__(HeaderColumns)
+        out.n = n
+        for name, _ in self.FIELDS:
+            setattr(out, name, getattr(self, name)[:n])
+        return out
 
 
 def decode_columns(buf: np.ndarray, h: HeaderColumns, physical_offset: np.ndarray, wanted: set[str],

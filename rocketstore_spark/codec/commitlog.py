@@ -153,11 +153,17 @@ def layout(buf, p, total, magic):
 
 
 @numba.njit(cache=True, nogil=True)
-def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos):
-    """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``.
+def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos,
+         total_size, magic_code, body_crc, queue_id, flag, queue_offset, stored_physical_offset,
+         sys_flag, born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset,
+         born_host_pos, store_host_pos, body_pos, body_len, topic_pos, topic_len, props_pos, props_len):
+    """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``, decoding each
+    valid record on the way (one pass over the headers while they are in cache).
 
-    ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size. Writes
-    record file positions into ``out_pos`` and returns (count, next_position, Stop).
+    ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size. Record
+    i's file position goes to ``out_pos[i]``, its fixed-width fields and the buffer spans (buffer indices,
+    not file positions) of its variable parts to row i of the other arrays (columns.HeaderColumns).
+    Returns (count, next_position, Stop).
     """
     buf_end = buf_file_pos + buf.shape[0]
     pos = start
@@ -183,10 +189,34 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
             return count, pos, 11
         if pos + total > buf_end:
             return count, pos, 1
-        body_pos, body_len, tp, tl, pp, pl = layout(buf, p, total, magic)
-        if body_len < 0:
+        bp, bl, tp, tl, pp, pl = layout(buf, p, total, magic)
+        if bl < 0:
             return count, pos, 12
-        out_pos[count] = pos
+        r = count
+        out_pos[r] = pos
+        total_size[r] = total
+        magic_code[r] = magic
+        body_crc[r] = be32(buf, p + POS_BODY_CRC)
+        queue_id[r] = be32(buf, p + POS_QUEUE_ID)
+        flag[r] = be32(buf, p + POS_FLAG)
+        queue_offset[r] = be64(buf, p + POS_QUEUE_OFFSET)
+        stored_physical_offset[r] = be64(buf, p + POS_PHYSICAL_OFFSET)
+        sf = be32(buf, p + POS_SYS_FLAG)
+        sys_flag[r] = sf
+        born_timestamp[r] = be64(buf, p + POS_BORN_TIMESTAMP)
+        bh = 20 if sf & 0x10 else 8
+        sh = 20 if sf & 0x20 else 8
+        born_host_pos[r] = p + POS_BORN_HOST
+        store_timestamp[r] = be64(buf, p + 48 + bh)
+        store_host_pos[r] = p + 56 + bh
+        reconsume_times[r] = be32(buf, p + 56 + bh + sh)
+        prepared_transaction_offset[r] = be64(buf, p + 60 + bh + sh)
+        body_pos[r] = p + bp
+        body_len[r] = bl
+        topic_pos[r] = p + tp
+        topic_len[r] = tl
+        props_pos[r] = p + pp
+        props_len[r] = pl
         count += 1
         used += total
         pos += total
@@ -208,40 +238,3 @@ def resync(buf, buf_file_pos, base_offset, start, stop_at):
                     return p
         p += 1
     return -1
-
-
-@numba.njit(cache=True, nogil=True)
-def decode_header(buf, buf_file_pos, positions, n,
-                  total_size, magic_code, body_crc, queue_id, flag, queue_offset, stored_physical_offset,
-                  sys_flag, born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset,
-                  born_host_pos, store_host_pos, body_pos, body_len, topic_pos, topic_len, props_pos, props_len):
-    """Fill the fixed-width columns and the buffer spans of the variable parts for n walked records.
-    Span outputs are buffer indices (not file positions)."""
-    for r in range(n):
-        p = positions[r] - buf_file_pos
-        total = be32(buf, p)
-        magic = be32(buf, p + 4)
-        total_size[r] = total
-        magic_code[r] = magic
-        body_crc[r] = be32(buf, p + POS_BODY_CRC)
-        queue_id[r] = be32(buf, p + POS_QUEUE_ID)
-        flag[r] = be32(buf, p + POS_FLAG)
-        queue_offset[r] = be64(buf, p + POS_QUEUE_OFFSET)
-        stored_physical_offset[r] = be64(buf, p + POS_PHYSICAL_OFFSET)
-        sf = be32(buf, p + POS_SYS_FLAG)
-        sys_flag[r] = sf
-        born_timestamp[r] = be64(buf, p + POS_BORN_TIMESTAMP)
-        bh = 20 if sf & 0x10 else 8
-        sh = 20 if sf & 0x20 else 8
-        born_host_pos[r] = p + POS_BORN_HOST
-        store_timestamp[r] = be64(buf, p + 48 + bh)
-        store_host_pos[r] = p + 56 + bh
-        reconsume_times[r] = be32(buf, p + 56 + bh + sh)
-        prepared_transaction_offset[r] = be64(buf, p + 60 + bh + sh)
-        bp, bl, tp, tl, pp, pl = layout(buf, p, total, magic)
-        body_pos[r] = p + bp
-        body_len[r] = bl
-        topic_pos[r] = p + tp
-        topic_len[r] = tl
-        props_pos[r] = p + pp
-        props_len[r] = pl

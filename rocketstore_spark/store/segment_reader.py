@@ -26,7 +26,6 @@ from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.store.findings import Finding, StoreError
 
 DEFAULT_WINDOW = 64 << 20
-_POPULATE = getattr(mmap, "MAP_POPULATE", 0)      # prefault the window from the page cache in one go
 DEFAULT_MAX_RECORD = 64 << 20
 DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
@@ -104,7 +103,7 @@ class SegmentReader:
             return np.zeros(0, dtype=np.uint8)
         aligned = position - position % mmap.ALLOCATIONGRANULARITY
         try:
-            mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | _POPULATE,
+            mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED,
                            prot=mmap.PROT_READ, offset=aligned)
             return np.frombuffer(mm, dtype=np.uint8)[position - aligned:]
         except (OSError, ValueError):
@@ -124,19 +123,18 @@ class SegmentReader:
                 res.end_position = self.start
                 return
         res.first_position = pos
-        out_pos = np.empty(self.batch_rows, dtype=np.int64)
         buf = self._read(fd, window, pos, file_size)
         buf_file_pos = pos
+        positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows)
         while True:
             count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
-                                                   self.batch_bytes, out_pos)
+                                                   self.batch_bytes, positions, *header.arrays())
             stop = Stop(stop)
             if count:
-                positions = out_pos[:count].copy()
-                header = HeaderColumns(count)
-                commitlog.decode_header(buf, buf_file_pos, positions, count, *header.arrays())
                 res.records += count
-                yield RawBatch(buf, buf_file_pos, positions, header)
+                yield RawBatch(buf, buf_file_pos, positions[:count], header.head(count))
+                # the yielded batch keeps its arrays: the next walk writes into new ones
+                positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows)
             pos = next_pos
             res.end_position = pos
             if stop == Stop.LIMIT:
