@@ -39,6 +39,8 @@ from enum import IntEnum, IntFlag
 import numba
 import numpy as np
 
+from rocketstore_spark.codec import native
+
 MAGIC_V1 = -626843481          # 0xDAA320A7
 MAGIC_V2 = -626843477          # 0xDAA320AB
 BLANK_MAGIC = -875286124       # 0xCBD43194
@@ -105,19 +107,17 @@ _DESCRIPTIONS = {
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def be32(buf, i):
-    v = (np.int64(buf[i]) << 24) | (np.int64(buf[i + 1]) << 16) | (np.int64(buf[i + 2]) << 8) | np.int64(buf[i + 3])
-    return v - 0x100000000 if v >= 0x80000000 else v
+    return np.int64(native.load_be32(buf, i))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def be16(buf, i):
-    v = (np.int64(buf[i]) << 8) | np.int64(buf[i + 1])
-    return v - 0x10000 if v >= 0x8000 else v
+    return np.int64(native.load_be16(buf, i))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def be64(buf, i):
-    return (be32(buf, i) << 32) | (be32(buf, i + 4) & 0xFFFFFFFF)
+    return native.load_be64(buf, i)
 
 
 @numba.njit(cache=True, nogil=True)

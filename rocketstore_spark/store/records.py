@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark.codec.columns import DEFAULT_DELAY_LEVELS, decode_columns, parse_delay_levels
+from rocketstore_spark.codec.columns import DEFAULT_DELAY_LEVELS, decode_columns, fixed_array, parse_delay_levels
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.findings import Finding
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -27,11 +27,11 @@ def decode_raw_batch(raw, base_offset: int, wanted: set[str], delay_ms) -> dict[
     physical = base_offset + raw.positions
     cols = decode_columns(raw.buf, raw.header, physical, wanted, delay_ms)
     if "segment_base_offset" in wanted:
-        cols["segment_base_offset"] = pa.array(np.full(raw.header.n, base_offset, dtype=np.int64))
+        cols["segment_base_offset"] = fixed_array(np.full(raw.header.n, base_offset, dtype=np.int64))
     if "file_position" in wanted:
-        cols["file_position"] = pa.array(raw.positions)
+        cols["file_position"] = fixed_array(raw.positions)
     if "physical_offset" in wanted:
-        cols["physical_offset"] = pa.array(physical)
+        cols["physical_offset"] = fixed_array(physical)
     return cols
 
 
