@@ -8,7 +8,8 @@ Options: ``splitSize`` (bytes of CommitLog per Spark partition; default: the sto
 cores, between 64 MiB and 2 GiB — see planning.py; segments are cut at arbitrary positions, small ones packed
 together), ``strict`` (fail on the first damaged record instead of reporting it and reading
 on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``,
-``batchRows`` (rows per Arrow batch, default 4096; a batch also ends at 16 MiB of records).
+``batchRows`` (rows per Arrow batch; default 4096 and at most 16 MiB of records, or 65536 when every
+requested column is fixed-width).
 
 Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec/ and ships Arrow
 batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python

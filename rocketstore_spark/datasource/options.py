@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 from rocketstore_spark.codec.columns import DEFAULT_DELAY_LEVELS
 
-DEFAULT_BATCH_ROWS = 4096
 
 
 def _bool(value: str | None, name: str) -> bool:
@@ -39,7 +38,7 @@ class Options:
     max_record_size: int
     hash_slot_num: int
     check_crc: bool
-    batch_rows: int
+    batch_rows: int | None        # None: batches.batch_limits
 
     def __init__(self, raw):
         opts = {k.lower(): v for k, v in dict(raw).items()}
@@ -52,7 +51,7 @@ class Options:
         object.__setattr__(self, "message_delay_level", opts.get("messagedelaylevel") or DEFAULT_DELAY_LEVELS)
         object.__setattr__(self, "max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", 64 << 20, 1024))
         object.__setattr__(self, "hash_slot_num", _int(opts.get("hashslotnum"), "hashSlotNum", 5_000_000, 1))
-        object.__setattr__(self, "batch_rows", _int(opts.get("batchrows"), "batchRows", DEFAULT_BATCH_ROWS, 1))
+        object.__setattr__(self, "batch_rows", _int(opts.get("batchrows"), "batchRows", None, 1))
         object.__setattr__(self, "check_crc", not opts.get("checkcrc") or _bool(opts.get("checkcrc"), "checkCrc"))
         from rocketstore_spark.codec.columns import parse_delay_levels
         parse_delay_levels(self.message_delay_level)      # fail on the driver, not in a worker
