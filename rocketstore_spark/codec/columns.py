@@ -361,7 +361,10 @@ TRANSACTION_NAMES = pa.array(TRANSACTION_TYPES, pa.string())
 
 
 class HeaderColumns:
-    """Fixed-width fields and spans of n decoded records (numpy arrays, filled by commitlog.walk)."""
+    """Fixed-width fields and spans of n decoded records (numpy arrays, filled by commitlog.walk).
+
+    A walk may fill only some fields (``fields``, a bit mask over FIELDS, see ``fields_for``); the others
+    are None in the batches it yields, so code that reads a field nobody asked for fails loudly."""
 
     FIELDS = (
         ("total_size", np.int32), ("magic_code", np.int32), ("body_crc", np.int32), ("queue_id", np.int32),
@@ -372,22 +375,54 @@ class HeaderColumns:
         ("body_len", np.int64), ("topic_pos", np.int64), ("topic_len", np.int64), ("props_pos", np.int64),
         ("props_len", np.int64),
     )
+    ALL = (1 << len(FIELDS)) - 1
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, fields: int = ALL):
         self.n = n
-        for name, dtype in self.FIELDS:
-            setattr(self, name, np.empty(n, dtype=dtype))
+        self.fields = fields
+        for bit, (name, dtype) in enumerate(self.FIELDS):
+            # unrequested fields still get a (one-row) array: the walk's signature is fixed
+            setattr(self, name, np.empty(n if fields >> bit & 1 else 1, dtype=dtype))
 
     def arrays(self):
         return [getattr(self, name) for name, _ in self.FIELDS]
 
     def head(self, n: int) -> "HeaderColumns":
-        """The first n rows (views, no copy)."""
+        """The first n rows (views, no copy); fields the walk did not fill are None."""
         out = HeaderColumns.__new__(HeaderColumns)
         out.n = n
-        for name, _ in self.FIELDS:
-            setattr(out, name, getattr(self, name)[:n])
+        out.fields = self.fields
+        for bit, (name, _) in enumerate(self.FIELDS):
+            setattr(out, name, getattr(self, name)[:n] if self.fields >> bit & 1 else None)
         return out
+
+
+# header fields each output column is computed from (decode_columns below)
+_NEEDS = {
+    "total_size": ("total_size",), "magic_code": ("magic_code",), "record_version": ("magic_code",),
+    "body_crc": ("body_crc",), "queue_id": ("queue_id",), "flag": ("flag",), "queue_offset": ("queue_offset",),
+    "stored_physical_offset": ("stored_physical_offset",), "sys_flag": ("sys_flag",),
+    "transaction_type": ("sys_flag",), "born_timestamp": ("born_timestamp",),
+    "store_timestamp": ("store_timestamp",), "reconsume_times": ("reconsume_times",),
+    "prepared_transaction_offset": ("prepared_transaction_offset",), "body_length": ("body_len",),
+    "born_host": ("born_host_pos", "sys_flag"), "store_host": ("store_host_pos", "sys_flag"),
+    "msg_id": ("store_host_pos", "sys_flag"), "body": ("body_pos", "body_len"),
+    "body_crc_ok": ("body_pos", "body_len", "body_crc"), "topic": ("topic_pos", "topic_len"),
+    "properties": ("props_pos", "props_len"), "tags": ("props_pos", "props_len"),
+    "keys": ("props_pos", "props_len"), "uniq_key": ("props_pos", "props_len"),
+    "tags_code": ("props_pos", "props_len", "topic_pos", "topic_len", "store_timestamp"),
+    "properties_crc_ok": ("born_host_pos", "total_size", "props_len"),
+}
+_BIT = {name: 1 << bit for bit, (name, _) in enumerate(HeaderColumns.FIELDS)}
+
+
+def fields_for(wanted) -> int:
+    """The HeaderColumns fields (bit mask) that decode_columns needs for the ``wanted`` columns."""
+    mask = 0
+    for column in wanted:
+        for name in _NEEDS.get(column, ()):
+            mask |= _BIT[name]
+    return mask
 
 
 def decode_columns(buf: np.ndarray, h: HeaderColumns, physical_offset: np.ndarray, wanted: set[str],

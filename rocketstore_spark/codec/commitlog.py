@@ -153,7 +153,7 @@ def layout(buf, p, total, magic):
 
 
 @numba.njit(cache=True, nogil=True)
-def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos,
+def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, fields, out_pos,
          total_size, magic_code, body_crc, queue_id, flag, queue_offset, stored_physical_offset,
          sys_flag, born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset,
          born_host_pos, store_host_pos, body_pos, body_len, topic_pos, topic_len, props_pos, props_len):
@@ -162,8 +162,9 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
 
     ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size. Record
     i's file position goes to ``out_pos[i]``, its fixed-width fields and the buffer spans (buffer indices,
-    not file positions) of its variable parts to row i of the other arrays (columns.HeaderColumns).
-    Returns (count, next_position, Stop).
+    not file positions) of its variable parts to row i of the other arrays (columns.HeaderColumns), for
+    the arrays whose bit is set in ``fields`` (bit k = k-th array after out_pos): a header-only scan does
+    not pay for stores nobody reads. Returns (count, next_position, Stop).
     """
     buf_end = buf_file_pos + buf.shape[0]
     pos = start
@@ -194,29 +195,49 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
             return count, pos, 12
         r = count
         out_pos[r] = pos
-        total_size[r] = total
-        magic_code[r] = magic
-        body_crc[r] = be32(buf, p + POS_BODY_CRC)
-        queue_id[r] = be32(buf, p + POS_QUEUE_ID)
-        flag[r] = be32(buf, p + POS_FLAG)
-        queue_offset[r] = be64(buf, p + POS_QUEUE_OFFSET)
-        stored_physical_offset[r] = be64(buf, p + POS_PHYSICAL_OFFSET)
         sf = be32(buf, p + POS_SYS_FLAG)
-        sys_flag[r] = sf
-        born_timestamp[r] = be64(buf, p + POS_BORN_TIMESTAMP)
         bh = 20 if sf & 0x10 else 8
         sh = 20 if sf & 0x20 else 8
-        born_host_pos[r] = p + POS_BORN_HOST
-        store_timestamp[r] = be64(buf, p + 48 + bh)
-        store_host_pos[r] = p + 56 + bh
-        reconsume_times[r] = be32(buf, p + 56 + bh + sh)
-        prepared_transaction_offset[r] = be64(buf, p + 60 + bh + sh)
-        body_pos[r] = p + bp
-        body_len[r] = bl
-        topic_pos[r] = p + tp
-        topic_len[r] = tl
-        props_pos[r] = p + pp
-        props_len[r] = pl
+        if fields & 0x1:
+            total_size[r] = total
+        if fields & 0x2:
+            magic_code[r] = magic
+        if fields & 0x4:
+            body_crc[r] = be32(buf, p + POS_BODY_CRC)
+        if fields & 0x8:
+            queue_id[r] = be32(buf, p + POS_QUEUE_ID)
+        if fields & 0x10:
+            flag[r] = be32(buf, p + POS_FLAG)
+        if fields & 0x20:
+            queue_offset[r] = be64(buf, p + POS_QUEUE_OFFSET)
+        if fields & 0x40:
+            stored_physical_offset[r] = be64(buf, p + POS_PHYSICAL_OFFSET)
+        if fields & 0x80:
+            sys_flag[r] = sf
+        if fields & 0x100:
+            born_timestamp[r] = be64(buf, p + POS_BORN_TIMESTAMP)
+        if fields & 0x200:
+            store_timestamp[r] = be64(buf, p + 48 + bh)
+        if fields & 0x400:
+            reconsume_times[r] = be32(buf, p + 56 + bh + sh)
+        if fields & 0x800:
+            prepared_transaction_offset[r] = be64(buf, p + 60 + bh + sh)
+        if fields & 0x1000:
+            born_host_pos[r] = p + POS_BORN_HOST
+        if fields & 0x2000:
+            store_host_pos[r] = p + 56 + bh
+        if fields & 0x4000:
+            body_pos[r] = p + bp
+        if fields & 0x8000:
+            body_len[r] = bl
+        if fields & 0x10000:
+            topic_pos[r] = p + tp
+        if fields & 0x20000:
+            topic_len[r] = tl
+        if fields & 0x40000:
+            props_pos[r] = p + pp
+        if fields & 0x80000:
+            props_len[r] = pl
         count += 1
         used += total
         pos += total

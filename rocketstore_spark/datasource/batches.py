@@ -7,7 +7,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from rocketstore_spark.codec.columns import parse_delay_levels
+from rocketstore_spark.codec.columns import fields_for, parse_delay_levels
 from rocketstore_spark.datasource.filters import row_mask
 from rocketstore_spark.store.records import decode_raw_batch
 from rocketstore_spark.store.segment_reader import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_ROWS, SegmentReader
@@ -41,7 +41,7 @@ def commitlog_batches(segment_range, schema: StructType, filters, options):
     batch_rows, batch_bytes = batch_limits(arrow_schema, options.batch_rows)
     reader = SegmentReader(segment_range.path, segment_range.base_offset, segment_range.start, segment_range.end,
                            strict=options.strict, max_record_size=options.max_record_size,
-                           batch_rows=batch_rows, batch_bytes=batch_bytes,
+                           batch_rows=batch_rows, batch_bytes=batch_bytes, fields=fields_for(wanted),
                            on_finding=lambda f: log.warning(f.render()))
     for raw in reader:
         cols = decode_raw_batch(raw, segment_range.base_offset, wanted, delay_ms)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark.codec.columns import DEFAULT_DELAY_LEVELS, decode_columns, fixed_array, parse_delay_levels
+from rocketstore_spark.codec.columns import (DEFAULT_DELAY_LEVELS, decode_columns, fields_for, fixed_array,
+                                             parse_delay_levels)
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.findings import Finding
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -45,7 +46,7 @@ def read_table(path, columns=RECORD_COLUMNS, message_delay_level: str = DEFAULT_
     for layout in discover(path):
         findings.extend(layout.findings)
         for seg in layout.segments:
-            reader = SegmentReader(seg.path, seg.base_offset, strict=strict)
+            reader = SegmentReader(seg.path, seg.base_offset, strict=strict, fields=fields_for(wanted))
             for raw in reader:
                 cols = decode_raw_batch(raw, seg.base_offset, wanted, delay_ms)
                 batches.append(pa.RecordBatch.from_pydict({c: cols[c] for c in names}))

@@ -59,6 +59,7 @@ class SegmentReader:
     def __init__(self, path: str, base_offset: int, start: int = 0, end: int | None = None, *,
                  strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
                  batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 fields: int = HeaderColumns.ALL,
                  on_finding: Callable[[Finding], None] | None = None):
         self.path = path
         self.base_offset = base_offset
@@ -69,6 +70,7 @@ class SegmentReader:
         self.max_record_size = max_record_size
         self.batch_rows = batch_rows
         self.batch_bytes = batch_bytes
+        self.fields = fields                # HeaderColumns fields to decode (columns.fields_for)
         self.on_finding = on_finding
         self.result = ScanResult()
 
@@ -125,16 +127,17 @@ class SegmentReader:
         res.first_position = pos
         buf = self._read(fd, window, pos, file_size)
         buf_file_pos = pos
-        positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows)
+        positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows, self.fields)
         while True:
             count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
-                                                   self.batch_bytes, positions, *header.arrays())
+                                                   self.batch_bytes, self.fields, positions, *header.arrays())
             stop = Stop(stop)
             if count:
                 res.records += count
                 yield RawBatch(buf, buf_file_pos, positions[:count], header.head(count))
                 # the yielded batch keeps its arrays: the next walk writes into new ones
-                positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows)
+                positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows,
+                                                                                             self.fields)
             pos = next_pos
             res.end_position = pos
             if stop == Stop.LIMIT:
