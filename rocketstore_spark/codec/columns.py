@@ -361,10 +361,10 @@ TRANSACTION_NAMES = pa.array(TRANSACTION_TYPES, pa.string())
 
 
 class HeaderColumns:
-    """Fixed-width fields and spans of n decoded records (numpy arrays, filled by commitlog.walk).
+    """Fixed-width fields and spans of n decoded records (numpy arrays, filled by commitlog.decode_header).
 
-    A walk may fill only some fields (``fields``, a bit mask over FIELDS, see ``fields_for``); the others
-    are None in the batches it yields, so code that reads a field nobody asked for fails loudly."""
+    A reader may decode only some fields (``fields``, a bit mask over FIELDS, see ``fields_for``); the
+    others are None after ``head``, so code that reads a field nobody asked for fails loudly."""
 
     FIELDS = (
         ("total_size", np.int32), ("magic_code", np.int32), ("body_crc", np.int32), ("queue_id", np.int32),

@@ -152,19 +152,37 @@ def layout(buf, p, total, magic):
     return body_pos, body_len, topic_pos, topic_len, props_pos, props_len
 
 
-@numba.njit(cache=True, nogil=True)
-def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, fields, out_pos,
-         total_size, magic_code, body_crc, queue_id, flag, queue_offset, stored_physical_offset,
-         sys_flag, born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset,
-         born_host_pos, store_host_pos, body_pos, body_len, topic_pos, topic_len, props_pos, props_len):
-    """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``, decoding each
-    valid record on the way (one pass over the headers while they are in cache).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _record(buf, buf_file_pos, buf_end, file_end, pos):
+    """Check the record at file position ``pos`` the way RocketMQ does structurally: (stop, total) with
+    stop = -1 for a valid record lying wholly in the buffer, else the Stop code."""
+    if pos + 8 > file_end:
+        return 4, 0
+    if pos + 8 > buf_end:
+        return 1, 0
+    p = pos - buf_file_pos
+    total = be32(buf, p)
+    magic = be32(buf, p + 4)
+    if magic == BLANK_MAGIC:
+        return 2, 0
+    if magic != MAGIC_V1 and magic != MAGIC_V2:
+        return (3 if total == 0 and magic == 0 else 10), 0
+    if total < MIN_RECORD_SIZE or pos + total > file_end:
+        return 11, 0
+    if pos + total > buf_end:
+        return 1, 0
+    if layout(buf, p, total, magic)[1] < 0:
+        return 12, 0
+    return -1, total
 
-    ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size. Record
-    i's file position goes to ``out_pos[i]``, its fixed-width fields and the buffer spans (buffer indices,
-    not file positions) of its variable parts to row i of the other arrays (columns.HeaderColumns), for
-    the arrays whose bit is set in ``fields`` (bit k = k-th array after out_pos): a header-only scan does
-    not pay for stores nobody reads. Returns (count, next_position, Stop).
+
+@numba.njit(cache=True, nogil=True)
+def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos):
+    """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``, checking each
+    record; the file positions of valid records go to ``out_pos`` (decode them with ``decode_header``).
+
+    ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size.
+    Returns (count, next_position, Stop).
     """
     buf_end = buf_file_pos + buf.shape[0]
     pos = start
@@ -173,28 +191,92 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, fiel
     while True:
         if pos >= limit or count >= max_records or (count > 0 and used >= max_bytes):
             return count, pos, 0
-        if pos + 8 > file_end:
-            return count, pos, 4
-        if pos + 8 > buf_end:
-            return count, pos, 1
-        p = pos - buf_file_pos
+        stop, total = _record(buf, buf_file_pos, buf_end, file_end, pos)
+        if stop >= 0:
+            return count, pos, stop
+        out_pos[count] = pos
+        count += 1
+        used += total
+        pos += total
+
+
+LANES = 4
+LANE_MIN_BYTES = 1 << 20          # below this per lane, interleaving is not worth the resyncs
+LANE_RESYNC_SCAN = 64 << 10       # how far a lane looks for its first record start
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, lane_rows, lane_counts, out_pos):
+    """``walk`` over the rest of the buffer as ``lanes`` interleaved hops. A walk is bound by memory latency
+    (each hop needs the TOTALSIZE it just loaded); independent lanes overlap those waits.
+
+    Lane k starts at the first record start (``resync``) after the k-th equal cut of [start, region end)
+    and must end exactly where lane k+1 starts; its positions go to out_pos[k * lane_rows:][:lane_counts[k]].
+    Only a clean region takes this path: damage, a lane that overflows or does not meet the next lane's
+    start, or a region too small return count -1, and the caller walks sequentially (which then reports
+    whatever is wrong as usual). The last lane ends like ``walk``: LIMIT at ``limit``, NEED_MORE at the end
+    of the buffer, or a normal end of segment (BLANK, zero fill, end of file). Returns (count, next_position,
+    Stop)."""
+    buf_end = buf_file_pos + buf.shape[0]
+    region_end = min(limit, buf_end)
+    if region_end - start < lanes * LANE_MIN_BYTES:
+        return -1, start, 0
+    starts = np.empty(lanes + 1, dtype=np.int64)
+    starts[0] = start
+    for k in range(1, lanes):
+        cut = start + (region_end - start) * k // lanes
+        s = resync(buf, buf_file_pos, base_offset, cut, min(cut + LANE_RESYNC_SCAN, region_end))
+        if s < 0:
+            return -1, start, 0
+        starts[k] = s
+    starts[lanes] = region_end
+    pos = starts.copy()
+    lane_counts[:] = 0
+    active = lanes
+    done = np.zeros(lanes, dtype=np.bool_)
+    last_stop = 0
+    while active > 0:
+        for k in range(lanes):
+            if done[k]:
+                continue
+            q = pos[k]
+            last = k == lanes - 1
+            if (q >= limit) if last else (q >= starts[k + 1]):
+                done[k] = True
+                active -= 1
+                continue
+            if lane_counts[k] >= lane_rows:
+                return -1, start, 0
+            stop, total = _record(buf, buf_file_pos, buf_end, file_end, q)
+            if stop >= 0:
+                if last and stop <= 4:          # NEED_MORE, BLANK, zero fill, end of file
+                    last_stop = stop
+                    done[k] = True
+                    active -= 1
+                    continue
+                return -1, start, 0
+            out_pos[k * lane_rows + lane_counts[k]] = q
+            lane_counts[k] += 1
+            pos[k] = q + total
+    for k in range(lanes - 1):
+        if pos[k] != starts[k + 1]:             # a lane start that was not a record start after all
+            return -1, start, 0
+    return lane_counts.sum(), pos[lanes - 1], last_stop
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_header(buf, buf_file_pos, positions, n, fields,
+                  total_size, magic_code, body_crc, queue_id, flag, queue_offset, stored_physical_offset,
+                  sys_flag, born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset,
+                  born_host_pos, store_host_pos, body_pos, body_len, topic_pos, topic_len, props_pos, props_len):
+    """Row r of the header arrays (columns.HeaderColumns) from the walked record at ``positions[r]``: its
+    fixed-width fields and the buffer spans (buffer indices, not file positions) of its variable parts;
+    only the arrays whose bit is set in ``fields`` (bit k = k-th array): a header-only scan does not pay for
+    stores nobody reads."""
+    for r in range(n):
+        p = positions[r] - buf_file_pos
         total = be32(buf, p)
         magic = be32(buf, p + 4)
-        if magic == BLANK_MAGIC:
-            return count, pos, 2
-        if magic != MAGIC_V1 and magic != MAGIC_V2:
-            if total == 0 and magic == 0:
-                return count, pos, 3
-            return count, pos, 10
-        if total < MIN_RECORD_SIZE or pos + total > file_end:
-            return count, pos, 11
-        if pos + total > buf_end:
-            return count, pos, 1
-        bp, bl, tp, tl, pp, pl = layout(buf, p, total, magic)
-        if bl < 0:
-            return count, pos, 12
-        r = count
-        out_pos[r] = pos
         sf = be32(buf, p + POS_SYS_FLAG)
         bh = 20 if sf & 0x10 else 8
         sh = 20 if sf & 0x20 else 8
@@ -226,21 +308,20 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, fiel
             born_host_pos[r] = p + POS_BORN_HOST
         if fields & 0x2000:
             store_host_pos[r] = p + 56 + bh
-        if fields & 0x4000:
-            body_pos[r] = p + bp
-        if fields & 0x8000:
-            body_len[r] = bl
-        if fields & 0x10000:
-            topic_pos[r] = p + tp
-        if fields & 0x20000:
-            topic_len[r] = tl
-        if fields & 0x40000:
-            props_pos[r] = p + pp
-        if fields & 0x80000:
-            props_len[r] = pl
-        count += 1
-        used += total
-        pos += total
+        if fields & 0xFC000:
+            bp, bl, tp, tl, pp, pl = layout(buf, p, total, magic)
+            if fields & 0x4000:
+                body_pos[r] = p + bp
+            if fields & 0x8000:
+                body_len[r] = bl
+            if fields & 0x10000:
+                topic_pos[r] = p + tp
+            if fields & 0x20000:
+                topic_len[r] = tl
+            if fields & 0x40000:
+                props_pos[r] = p + pp
+            if fields & 0x80000:
+                props_len[r] = pl
 
 
 @numba.njit(cache=True, nogil=True)

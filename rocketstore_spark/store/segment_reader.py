@@ -59,7 +59,7 @@ class SegmentReader:
     def __init__(self, path: str, base_offset: int, start: int = 0, end: int | None = None, *,
                  strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
                  batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = DEFAULT_BATCH_BYTES,
-                 fields: int = HeaderColumns.ALL,
+                 fields: int = HeaderColumns.ALL, lanes: int = 1,
                  on_finding: Callable[[Finding], None] | None = None):
         self.path = path
         self.base_offset = base_offset
@@ -71,6 +71,9 @@ class SegmentReader:
         self.batch_rows = batch_rows
         self.batch_bytes = batch_bytes
         self.fields = fields                # HeaderColumns fields to decode (columns.fields_for)
+        # > 1: walk clean windows as interleaved lanes (commitlog.walk_lanes); only where batches may be as
+        # large as a window (batch_bytes is not enforced on that path)
+        self.lanes = lanes
         self.on_finding = on_finding
         self.result = ScanResult()
 
@@ -127,17 +130,31 @@ class SegmentReader:
         res.first_position = pos
         buf = self._read(fd, window, pos, file_size)
         buf_file_pos = pos
-        positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows, self.fields)
+        positions = np.empty(self.batch_rows, dtype=np.int64)
+        lanes = self.lanes
+        lane_rows = self.batch_rows // max(lanes, 1)
+        lane_counts = np.zeros(max(lanes, 1), dtype=np.int64)
         while True:
-            count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
-                                                   self.batch_bytes, self.fields, positions, *header.arrays())
+            count = -1
+            if lanes > 1:
+                count, next_pos, stop = commitlog.walk_lanes(buf, buf_file_pos, file_size, self.base_offset, pos,
+                                                             end, lanes, lane_rows, lane_counts, positions)
+                if count < 0 and lane_counts.max() >= lane_rows:
+                    lanes = 1                   # records too small for the lanes' room: not worth retrying
+                elif count > 0:
+                    positions = np.concatenate([positions[k * lane_rows:k * lane_rows + c]
+                                                for k, c in enumerate(lane_counts)])
+            if count < 0:
+                count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
+                                                       self.batch_bytes, positions)
             stop = Stop(stop)
             if count:
+                header = HeaderColumns(count, self.fields)
+                commitlog.decode_header(buf, buf_file_pos, positions, count, self.fields, *header.arrays())
                 res.records += count
                 yield RawBatch(buf, buf_file_pos, positions[:count], header.head(count))
-                # the yielded batch keeps its arrays: the next walk writes into new ones
-                positions, header = np.empty(self.batch_rows, dtype=np.int64), HeaderColumns(self.batch_rows,
-                                                                                             self.fields)
+                # the yielded batch keeps its positions: the next walk writes into a new array
+                positions = np.empty(self.batch_rows, dtype=np.int64)
             pos = next_pos
             res.end_position = pos
             if stop == Stop.LIMIT:

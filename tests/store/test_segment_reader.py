@@ -123,3 +123,70 @@ def test_segment_gone_after_planning_is_a_finding(tmp_path):
     assert f.check == "commitlog.unreadable" and f.file == str(path)
     with pytest.raises(StoreError, match="cannot open"):
         list(SegmentReader(str(path), 0, strict=True))
+
+
+# ----------------------------------------------------------------------------- interleaved lanes
+
+LANE_SEGMENT = 8 << 20          # room for 4 lanes of LANE_MIN_BYTES
+
+
+@pytest.fixture(scope="module")
+def lane_store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lanes")
+    w = SegmentWriter(LANE_SEGMENT)
+    placed = []
+    i = 0
+    while len(w.segments) == 1:                     # fill the first segment to its BLANK
+        placed.append(w.append(Message(topic=f"T{i % 3}", body=bytes([i % 251]) * (i * 7919 % 3000),
+                                       properties={"TAGS": f"t{i}"})))
+        i += 1
+    w.write(tmp / "commitlog")
+    return tmp, [p for p, _ in placed if p < LANE_SEGMENT]
+
+
+def _read(path, lanes, start=0, end=None):
+    reader = SegmentReader(path, 0, start, end, lanes=lanes, batch_rows=65536, batch_bytes=1 << 62)
+    batches = list(reader)
+    positions = [int(p) for raw in batches for p in raw.positions]
+    queue_offsets = [int(q) for raw in batches for q in raw.header.queue_offset]
+    return positions, queue_offsets, reader.result
+
+
+def test_lanes_walk_takes_the_fast_path_and_agrees_with_the_plain_walk(lane_store):
+    import numpy as np
+    from rocketstore_spark.codec import commitlog
+    tmp, placed = lane_store
+    path = str(tmp / "commitlog" / f"{0:020d}")
+    buf = np.fromfile(path, dtype=np.uint8)
+    counts = np.zeros(4, dtype=np.int64)
+    out = np.empty(4 * 65536, dtype=np.int64)
+    count, next_pos, stop = commitlog.walk_lanes(buf, 0, len(buf), 0, 0, len(buf), 4, 65536, counts, out)
+    assert count == len(placed) and counts.min() > 0                    # the fast path, every lane busy
+    got = np.concatenate([out[k * 65536:k * 65536 + c] for k, c in enumerate(counts)])
+    assert got.tolist() == placed
+    assert _read(path, 4) == _read(path, 1) and _read(path, 4)[0] == placed
+
+
+def test_lanes_fall_back_on_damage_with_the_same_findings(lane_store, tmp_path):
+    import shutil
+    src, placed = lane_store
+    shutil.copytree(src / "commitlog", tmp_path / "commitlog")
+    victim = placed[len(placed) * 2 // 3]
+    path, pos = patch(tmp_path, victim, b"\xde\xad\xbe\xef" * 4, segment_size=LANE_SEGMENT)
+    four, one = _read(path, 4), _read(path, 1)
+    assert four[:2] == one[:2] and victim not in four[0]
+    assert [(f.check, f.file_position) for f in four[2].findings] == [(f.check, f.file_position)
+                                                                     for f in one[2].findings]
+    assert four[2].findings[0].file_position == pos
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, LANE_SEGMENT - 1), max_size=3, unique=True))
+def test_lanes_with_any_split_points_give_the_same_records(lane_store, cuts):
+    tmp, placed = lane_store
+    path = str(tmp / "commitlog" / f"{0:020d}")
+    bounds = [0, *sorted(cuts), LANE_SEGMENT]
+    seen = []
+    for start, end in zip(bounds, bounds[1:]):
+        seen.extend(_read(path, 4, start, end)[0])
+    assert seen == placed
