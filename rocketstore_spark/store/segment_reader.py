@@ -1,11 +1,16 @@
 """Reading the records of one CommitLog byte range (a segment or a split of one), read-only, bounded memory.
 
-Runs wherever records are read: in Spark's Python workers (one split per partition), the CLI and tests.
+Runs wherever records are read: in Spark's Python workers (the byte ranges of a partition), the CLI and
+tests.
 
 The file is opened ``O_RDONLY`` and read through one window at a time (a read-only ``mmap`` of 64 MiB,
 or a ``pread`` copy where mapping fails; grown only up to ``max_record_size`` for a single large record),
-so memory per split is bounded whatever the segment size. Records belong to the split in which they *start*; the last one is read past the split end.
-A split that does not start at position 0 begins at the first plausible record start (commitlog.resync).
+so memory per split is bounded whatever the segment size. Records belong to the split in which they
+*start*; the last one is read past the split end. A split that does not start at position 0 begins at the
+first plausible record start (commitlog.resync).
+
+Each batch is walked (``commitlog.walk``, or ``walk_lanes`` for clean windows when ``lanes`` > 1), then
+the requested header fields are decoded (``commitlog.decode_header``, ``fields`` as in columns.fields_for).
 
 Damage (bad magic, impossible length, lengths that do not add up) is a Finding naming file and byte
 position; the reader then re-synchronises on the next record start and reads on. BLANK, zero fill and end
