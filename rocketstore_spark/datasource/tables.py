@@ -2,7 +2,8 @@
 
 * ``rocketmq_segments``: one row per CommitLog segment scan — records, first/last store time, where the
   valid data ends and why the walk stopped (BLANK, zero fill, or damage), CRC failures, and every finding
-  (file, byte position, reason). Corruption is data here. One partition per segment.
+  (file, byte position, reason). Corruption is data here. Consecutive segments of a store share a
+  partition: as many partitions as the session has cores (Spark's per-task cost is ~75 ms).
 * ``rocketmq_consumequeue``: one row per written ConsumeQueue entry (entries before the first one that
   fails RocketMQ's validity test, per file); fillers are flagged. One partition per queue.
 * ``rocketmq_index`` (entries) and ``rocketmq_index_header`` (one row per IndexFile). Option
@@ -81,25 +82,29 @@ class _TableReader(DataSourceReader):
 
 class SegmentsReader(_TableReader):
     def partitions(self):
+        from rocketstore_spark.datasource.planning import session_parallelism
+        layouts = self.layouts()
+        per_partition = max(1, -(-sum(len(layout.segments) for layout in layouts) // session_parallelism()))
         parts = []
-        for layout in self.layouts():
-            for seg in layout.segments:
-                # layout findings about this segment (wrong size, gap, ...) travel with it
-                layout_findings = tuple(f for f in layout.findings if f.file == seg.path)
-                parts.append(FilesPartition(layout.name, str(layout.commitlog_dir),
-                                            ((seg.path, seg.base_offset, seg.size, layout_findings),)))
+        for layout in layouts:
+            # layout findings about a segment (wrong size, gap, ...) travel with it
+            items = [(seg.path, seg.base_offset, seg.size, tuple(f for f in layout.findings if f.file == seg.path))
+                     for seg in layout.segments]
+            for i in range(0, len(items), per_partition):
+                parts.append(FilesPartition(layout.name, str(layout.commitlog_dir), tuple(items[i:i + per_partition])))
         return parts or [FilesPartition("", "", ())]
 
     def read(self, partition: FilesPartition):
-        if not partition.items:
-            return
+        for item in partition.items:
+            yield self._scan(partition.store, *item)
+
+    def _scan(self, store: str, path: str, base_offset: int, size: int, layout_findings: tuple) -> tuple:
         from rocketstore_spark.verify.segments import scan_segment
-        (path, base_offset, size, layout_findings), = partition.items
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
                                max_record_size=self.options.max_record_size)
         findings = list(layout_findings) + summary.findings
-        yield self.project({
-            "store": partition.store, "segment": os.path.basename(path), "base_offset": base_offset,
+        return self.project({
+            "store": store, "segment": os.path.basename(path), "base_offset": base_offset,
             "file_size": size, "records": summary.records,
             "first_store_timestamp": _ts(summary.first_store_timestamp),
             "last_store_timestamp": _ts(summary.last_store_timestamp),

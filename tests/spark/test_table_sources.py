@@ -80,6 +80,14 @@ def test_delta_round_trip(spark, tmp_path):
     assert spark.sql(f"DESCRIBE HISTORY delta.`{target}`").count() == 1
 
 
+def test_segments_share_partitions_one_per_core(spark):
+    g = BY_ID["4.9.8/corrupt-body"]
+    df = spark.read.format("rocketmq_segments").load(str(g.store))
+    cores = spark.sparkContext.defaultParallelism
+    assert df.rdd.getNumPartitions() == min(cores, len(g.manifest["segments"]))
+    assert sorted(r.base_offset for r in df.collect()) == sorted(s["base_offset"] for s in g.manifest["segments"])
+
+
 def test_segments_carry_layout_findings(spark, tmp_path):
     from rocketstore_spark.codec.encode import Message, SegmentWriter
     w = SegmentWriter(16 * 1024)
