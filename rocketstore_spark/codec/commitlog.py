@@ -217,6 +217,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
     whatever is wrong as usual). The last lane ends like ``walk``: LIMIT at ``limit``, NEED_MORE at the end
     of the buffer, or a normal end of segment (BLANK, zero fill, end of file). Returns (count, next_position,
     Stop)."""
+    lane_counts[:] = 0
     buf_end = buf_file_pos + buf.shape[0]
     region_end = min(limit, buf_end)
     if region_end - start < lanes * LANE_MIN_BYTES:
@@ -231,7 +232,6 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
         starts[k] = s
     starts[lanes] = region_end
     pos = starts.copy()
-    lane_counts[:] = 0
     active = lanes
     done = np.zeros(lanes, dtype=np.bool_)
     last_stop = 0

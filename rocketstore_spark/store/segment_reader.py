@@ -145,7 +145,9 @@ class SegmentReader:
                 count, next_pos, stop = commitlog.walk_lanes(buf, buf_file_pos, file_size, self.base_offset, pos,
                                                              end, lanes, lane_rows, lane_counts, positions)
                 if count < 0 and lane_counts.max() >= lane_rows:
-                    lanes = 1                   # records too small for the lanes' room: not worth retrying
+                    # a lane ran out of room (lane_counts is reset by every call): records this small
+                    # make lanes not worth retrying in this range
+                    lanes = 1
                 elif count > 0:
                     positions = np.concatenate([positions[k * lane_rows:k * lane_rows + c]
                                                 for k, c in enumerate(lane_counts)])

@@ -190,3 +190,15 @@ def test_lanes_with_any_split_points_give_the_same_records(lane_store, cuts):
     for start, end in zip(bounds, bounds[1:]):
         seen.extend(_read(path, 4, start, end)[0])
     assert seen == placed
+
+
+def test_lanes_overflowing_with_small_records_fall_back_to_the_plain_walk(tmp_path):
+    w = SegmentWriter(LANE_SEGMENT)
+    placed = []
+    while len(w.segments) == 1:                     # ~80 K records of ~100 bytes: more than a lane holds
+        placed.append(w.append(Message(topic="T", body=b"x")))
+    w.write(tmp_path / "commitlog")
+    path = str(tmp_path / "commitlog" / f"{0:020d}")
+    expected = [p for p, _ in placed if p < LANE_SEGMENT]
+    assert len(expected) > 4 * 16384
+    assert _read(path, 4) == _read(path, 1) and _read(path, 4)[0] == expected
