@@ -381,7 +381,7 @@ class HeaderColumns:
         self.n = n
         self.fields = fields
         for bit, (name, dtype) in enumerate(self.FIELDS):
-            # unrequested fields still get a (one-row) array: the walk's signature is fixed
+            # unrequested fields still get a (one-row) array: decode_header takes every array
             setattr(self, name, np.empty(n if fields >> bit & 1 else 1, dtype=dtype))
 
     def arrays(self):

@@ -144,20 +144,21 @@ class ConsumeQueueReader(_TableReader):
         import numpy as np
         import pyarrow as pa
 
+        from rocketstore_spark.codec.columns import fixed_array
         from rocketstore_spark.store.queues import read_queue
         for chunk in read_queue(qdir):
             n = len(chunk.entries)
             cols = {
                 "store": pa.repeat(pa.scalar(store, pa.string()), n),
                 "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
-                "queue_id": pa.array(np.full(n, queue_id, dtype=np.int32)),
-                "queue_offset": pa.array(chunk.queue_offsets),
-                "physical_offset": pa.array(chunk.entries["commit_log_offset"].astype(np.int64)),
-                "size": pa.array(chunk.entries["size"].astype(np.int32)),
-                "tags_code": pa.array(chunk.entries["tags_code"].astype(np.int64)),
+                "queue_id": fixed_array(np.full(n, queue_id, dtype=np.int32)),
+                "queue_offset": fixed_array(chunk.queue_offsets),
+                "physical_offset": fixed_array(chunk.entries["commit_log_offset"].astype(np.int64)),
+                "size": fixed_array(chunk.entries["size"].astype(np.int32)),
+                "tags_code": fixed_array(chunk.entries["tags_code"].astype(np.int64)),
                 "is_filler": pa.array(chunk.fillers),
                 "file": pa.repeat(pa.scalar(chunk.file, pa.string()), n),
-                "file_position": pa.array(chunk.file_positions),
+                "file_position": fixed_array(chunk.file_positions),
             }
             yield self.to_batch(cols)
 
@@ -208,6 +209,7 @@ class IndexReader(_IndexReader):
         import numpy as np
         import pyarrow as pa
 
+        from rocketstore_spark.codec.columns import TIMESTAMP_TYPE, fixed_array
         from rocketstore_spark.store.indexes import read_index_file
         idx = read_index_file(partition.items[0], self.options.hash_slot_num, entries=True)
         e = idx.entries
@@ -218,13 +220,13 @@ class IndexReader(_IndexReader):
         cols = {
             "store": pa.repeat(pa.scalar(partition.store, pa.string()), n),
             "file": pa.repeat(pa.scalar(os.path.basename(idx.path), pa.string()), n),
-            "entry_index": pa.array(np.arange(1, n + 1, dtype=np.int32)),
-            "slot": pa.array((e["key_hash"].astype(np.int64) % idx.geometry.hash_slot_num).astype(np.int32)),
-            "key_hash": pa.array(e["key_hash"].astype(np.int32)),
-            "physical_offset": pa.array(e["phy_offset"].astype(np.int64)),
-            "time_diff": pa.array(e["time_diff"].astype(np.int32)),
-            "prev_index": pa.array(e["prev_index"].astype(np.int32)),
-            "store_time": pa.array((begin + e["time_diff"].astype(np.int64) * 1000) * 1000, pa.timestamp("us", "UTC")),
+            "entry_index": fixed_array(np.arange(1, n + 1, dtype=np.int32)),
+            "slot": fixed_array((e["key_hash"].astype(np.int64) % idx.geometry.hash_slot_num).astype(np.int32)),
+            "key_hash": fixed_array(e["key_hash"].astype(np.int32)),
+            "physical_offset": fixed_array(e["phy_offset"].astype(np.int64)),
+            "time_diff": fixed_array(e["time_diff"].astype(np.int32)),
+            "prev_index": fixed_array(e["prev_index"].astype(np.int32)),
+            "store_time": fixed_array((begin + e["time_diff"].astype(np.int64) * 1000) * 1000, TIMESTAMP_TYPE),
         }
         yield self.to_batch(cols)
 

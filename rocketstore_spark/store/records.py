@@ -42,11 +42,12 @@ def read_table(path, columns=RECORD_COLUMNS, message_delay_level: str = DEFAULT_
     delay_ms = parse_delay_levels(message_delay_level)
     names = (*POSITION_COLUMNS, *columns)
     wanted = set(names)
+    fields = fields_for(wanted)
     batches, findings = [], []
     for layout in discover(path):
         findings.extend(layout.findings)
         for seg in layout.segments:
-            reader = SegmentReader(seg.path, seg.base_offset, strict=strict, fields=fields_for(wanted))
+            reader = SegmentReader(seg.path, seg.base_offset, strict=strict, fields=fields)
             for raw in reader:
                 cols = decode_raw_batch(raw, seg.base_offset, wanted, delay_ms)
                 batches.append(pa.RecordBatch.from_pydict({c: cols[c] for c in names}))
