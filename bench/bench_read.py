@@ -38,10 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rocketstore_spark.codec.encode import rebase_segment, synthetic_segment  # noqa: E402
 from rocketstore_spark.datasource.commitlog import RocketMQDataSource, RocketMQReader  # noqa: E402
-from rocketstore_spark.datasource.options import Options  # noqa: E402
+from rocketstore_spark.datasource.commitlog import commitlog_batches  # noqa: E402
+from rocketstore_spark.datasource.options import CommitLogOptions  # noqa: E402
 from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, check_schema  # noqa: E402
+from tests.builders import rebase_segment, synthetic_segment  # noqa: E402
 
 HEADER_ONLY = "physical_offset BIGINT, total_size INT, queue_id INT, queue_offset BIGINT, store_timestamp TIMESTAMP"
 
@@ -160,8 +161,16 @@ class ReplayDataSource(RocketMQDataSource):
 
     def reader(self, schema):
         check_schema(schema, COMMITLOG_SCHEMA, "rocketmq_replay")
-        options = {k.lower(): v for k, v in self.options.items()}
-        return ReplayReader(Options(self.options), schema, options["replaydir"])
+        options = ReplayOptions(self.options, "rocketmq_replay")
+        return ReplayReader(options, schema, options.replay_dir)
+
+
+class ReplayOptions(CommitLogOptions):
+    KNOWN = (*CommitLogOptions.KNOWN, "replayDir")
+
+    def _parse(self, opts):
+        super()._parse(opts)
+        self._set("replay_dir", opts["replaydir"])
 
 
 def _replay_batches(replay_dir: str, segment_range, schema, options):
@@ -170,7 +179,6 @@ def _replay_batches(replay_dir: str, segment_range, schema, options):
     import hashlib
 
     import pyarrow as pa
-    from rocketstore_spark.datasource.batches import commitlog_batches
     key = hashlib.sha1(",".join(schema.names).encode()).hexdigest()[:12]
     path = Path(replay_dir) / f"replay-{key}.arrow"
     if not path.exists():

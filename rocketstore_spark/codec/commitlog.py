@@ -1,4 +1,4 @@
-"""CommitLog records: walking record starts and decoding the fixed-width header (store-format.md §2, §3).
+"""CommitLog records: walking record starts and decoding the fixed-width header (docs/format/commitlog.md).
 
 Layout of one record (all integers big-endian, signed; ``bh``/``sh`` = born/store host length, 8 for IPv4
 and 20 for IPv6, chosen by SYSFLAG bits 0x10 / 0x20)::
@@ -45,6 +45,9 @@ MAGIC_V1 = -626843481          # 0xDAA320A7
 MAGIC_V2 = -626843477          # 0xDAA320AB
 BLANK_MAGIC = -875286124       # 0xCBD43194
 MIN_RECORD_SIZE = 91           # v1, IPv4 hosts, empty body/topic/properties
+HOST_V4 = 8                    # 4-byte address + int32 port
+HOST_V6 = 20                   # 16-byte address + int32 port
+# fixed positions inside a record
 POS_MAGIC = 4
 POS_BODY_CRC = 8
 POS_QUEUE_ID = 12
@@ -54,6 +57,19 @@ POS_PHYSICAL_OFFSET = 28
 POS_SYS_FLAG = 36
 POS_BORN_TIMESTAMP = 40
 POS_BORN_HOST = 48
+# positions after the hosts: base + born host length (bh) [+ store host length (sh)]
+POS_STORE_TIMESTAMP_BH = 48          # + bh
+POS_STORE_HOST_BH = 56               # + bh
+POS_RECONSUME_TIMES_BH_SH = 56       # + bh + sh
+POS_PREPARED_OFFSET_BH_SH = 60       # + bh + sh
+POS_BODY_LENGTH_BH_SH = 68           # + bh + sh
+POS_BODY_BH_SH = 72                  # + bh + sh
+# SYSFLAG bits the walk and the decoder test (SysFlag below names them all)
+FLAG_BORNHOST_V6 = 0x010
+FLAG_STOREHOST_V6 = 0x020
+TRANSACTION_MASK = 0x00C
+TRANSACTION_PREPARED = 0x004
+TRANSACTION_ROLLBACK = 0x00C
 
 
 class SysFlag(IntFlag):
@@ -69,24 +85,41 @@ class SysFlag(IntFlag):
     COMPRESSION_TYPE = 0x700
 
 
-TRANSACTION_MASK = 0x00C
 TRANSACTION_TYPES = ("NOT_TYPE", "PREPARED", "COMMIT", "ROLLBACK")   # index = (sys_flag & 0xC) >> 2
+
+
+# why a walk stopped, as plain ints for compiled code (Stop names them); < STOP_DAMAGE: a normal end
+STOP_LIMIT = 0
+STOP_NEED_MORE = 1
+STOP_BLANK = 2
+STOP_ZERO = 3
+STOP_END_OF_FILE = 4
+STOP_DAMAGE = 10
+STOP_BAD_MAGIC = 10
+STOP_BAD_LENGTH = 11
+STOP_LENGTH_MISMATCH = 12
+_NO_STOP = -1                  # _record: a valid record
 
 
 class Stop(IntEnum):
     """Why a walk stopped. Values < 10 are normal ends; >= 10 are damage (a finding)."""
-    LIMIT = 0            # reached the split end or the batch budget: not an end of data
-    NEED_MORE = 1        # the record runs past the bytes in the buffer: refill and continue
-    BLANK = 2            # end-of-file BLANK record
-    ZERO = 3             # zero bytes where a record would start: the end of the written log
-    END_OF_FILE = 4      # fewer than 8 bytes left in the file
-    BAD_MAGIC = 10       # neither a message magic nor BLANK
-    BAD_LENGTH = 11      # TOTALSIZE below the minimum or beyond the end of the file
-    LENGTH_MISMATCH = 12  # the inner lengths do not add up to TOTALSIZE (RocketMQ: "half message")
+    LIMIT = STOP_LIMIT                  # reached the split end or the batch budget: not an end of data
+    NEED_MORE = STOP_NEED_MORE          # the record runs past the bytes in the buffer: refill and continue
+    BLANK = STOP_BLANK                  # end-of-file BLANK record
+    ZERO = STOP_ZERO                    # zero bytes where a record would start: the end of the written log
+    END_OF_FILE = STOP_END_OF_FILE      # fewer than 8 bytes left in the file
+    BAD_MAGIC = STOP_BAD_MAGIC          # neither a message magic nor BLANK
+    BAD_LENGTH = STOP_BAD_LENGTH        # TOTALSIZE below the minimum or beyond the end of the file
+    LENGTH_MISMATCH = STOP_LENGTH_MISMATCH  # the inner lengths do not add up to TOTALSIZE ("half message")
 
     @property
     def is_damage(self) -> bool:
-        return self >= 10
+        return self >= STOP_DAMAGE
+
+    @property
+    def check(self) -> str:
+        """The catalogued check id of a damage stop (checks.CATALOGUE)."""
+        return f"commitlog.{self.name.lower()}"
 
     @property
     def describe(self) -> str:
@@ -120,14 +153,29 @@ def be64(buf, i):
     return native.load_be64(buf, i)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def span_equals(buf, pos, length, word):
+    """Does buf[pos:pos+length] equal the byte array ``word``?"""
+    if length != word.shape[0]:
+        return False
+    for i in range(length):
+        if buf[pos + i] != word[i]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def host_lengths(sys_flag):
+    """(born host length, store host length) from SYSFLAG."""
+    return (HOST_V6 if sys_flag & FLAG_BORNHOST_V6 else HOST_V4), (HOST_V6 if sys_flag & FLAG_STOREHOST_V6 else HOST_V4)
+
+
 @numba.njit(cache=True, nogil=True)
 def layout(buf, p, total, magic):
     """Inner spans of the record at buffer index p: (body_pos, body_len, topic_pos, topic_len,
     props_pos, props_len), all relative to p, or body_len = -1 when the lengths do not add up."""
-    sys_flag = be32(buf, p + POS_SYS_FLAG)
-    bh = 20 if sys_flag & 0x10 else 8
-    sh = 20 if sys_flag & 0x20 else 8
-    body_pos = 72 + bh + sh
+    bh, sh = host_lengths(be32(buf, p + POS_SYS_FLAG))
+    body_pos = POS_BODY_BH_SH + bh + sh
     if body_pos > total:
         return body_pos, -1, 0, 0, 0, 0
     body_len = be32(buf, p + body_pos - 4)
@@ -155,25 +203,25 @@ def layout(buf, p, total, magic):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _record(buf, buf_file_pos, buf_end, file_end, pos):
     """Check the record at file position ``pos`` the way RocketMQ does structurally: (stop, total) with
-    stop = -1 for a valid record lying wholly in the buffer, else the Stop code."""
+    stop = _NO_STOP for a valid record lying wholly in the buffer, else the Stop code."""
     if pos + 8 > file_end:
-        return 4, 0
+        return STOP_END_OF_FILE, 0
     if pos + 8 > buf_end:
-        return 1, 0
+        return STOP_NEED_MORE, 0
     p = pos - buf_file_pos
     total = be32(buf, p)
-    magic = be32(buf, p + 4)
+    magic = be32(buf, p + POS_MAGIC)
     if magic == BLANK_MAGIC:
-        return 2, 0
+        return STOP_BLANK, 0
     if magic != MAGIC_V1 and magic != MAGIC_V2:
-        return (3 if total == 0 and magic == 0 else 10), 0
+        return (STOP_ZERO if total == 0 and magic == 0 else STOP_BAD_MAGIC), 0
     if total < MIN_RECORD_SIZE or pos + total > file_end:
-        return 11, 0
+        return STOP_BAD_LENGTH, 0
     if pos + total > buf_end:
-        return 1, 0
+        return STOP_NEED_MORE, 0
     if layout(buf, p, total, magic)[1] < 0:
-        return 12, 0
-    return -1, total
+        return STOP_LENGTH_MISMATCH, 0
+    return _NO_STOP, total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -190,9 +238,9 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
     used = 0
     while True:
         if pos >= limit or count >= max_records or (count > 0 and used >= max_bytes):
-            return count, pos, 0
+            return count, pos, STOP_LIMIT
         stop, total = _record(buf, buf_file_pos, buf_end, file_end, pos)
-        if stop >= 0:
+        if stop != _NO_STOP:
             return count, pos, stop
         out_pos[count] = pos
         count += 1
@@ -221,20 +269,20 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
     buf_end = buf_file_pos + buf.shape[0]
     region_end = min(limit, buf_end)
     if region_end - start < lanes * LANE_MIN_BYTES:
-        return -1, start, 0
+        return -1, start, STOP_LIMIT
     starts = np.empty(lanes + 1, dtype=np.int64)
     starts[0] = start
     for k in range(1, lanes):
         cut = start + (region_end - start) * k // lanes
         s = resync(buf, buf_file_pos, base_offset, cut, min(cut + LANE_RESYNC_SCAN, region_end))
         if s < 0:
-            return -1, start, 0
+            return -1, start, STOP_LIMIT
         starts[k] = s
     starts[lanes] = region_end
     pos = starts.copy()
     active = lanes
     done = np.zeros(lanes, dtype=np.bool_)
-    last_stop = 0
+    last_stop = STOP_LIMIT
     while active > 0:
         for k in range(lanes):
             if done[k]:
@@ -246,82 +294,143 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
                 active -= 1
                 continue
             if lane_counts[k] >= lane_rows:
-                return -1, start, 0
+                return -1, start, STOP_LIMIT
             stop, total = _record(buf, buf_file_pos, buf_end, file_end, q)
-            if stop >= 0:
-                if last and stop <= 4:          # NEED_MORE, BLANK, zero fill, end of file
+            if stop != _NO_STOP:
+                if last and stop < STOP_DAMAGE:      # NEED_MORE, BLANK, zero fill, end of file
                     last_stop = stop
                     done[k] = True
                     active -= 1
                     continue
-                return -1, start, 0
+                return -1, start, STOP_LIMIT
             out_pos[k * lane_rows + lane_counts[k]] = q
             lane_counts[k] += 1
             pos[k] = q + total
     for k in range(lanes - 1):
         if pos[k] != starts[k + 1]:             # a lane start that was not a record start after all
-            return -1, start, 0
+            return -1, start, STOP_LIMIT
     return lane_counts.sum(), pos[lanes - 1], last_stop
 
 
+# Header fields: index into decode_header's ``slots`` (HEADER_FIELDS names them in this order). The *_pos
+# fields are buffer indices of a record's parts (valid only with the buffer they were decoded from).
+H_TOTAL_SIZE = 0
+H_MAGIC_CODE = 1
+H_BODY_CRC = 2
+H_QUEUE_ID = 3
+H_FLAG = 4
+H_QUEUE_OFFSET = 5
+H_STORED_PHYSICAL_OFFSET = 6
+H_SYS_FLAG = 7
+H_BORN_TIMESTAMP = 8
+H_STORE_TIMESTAMP = 9
+H_RECONSUME_TIMES = 10
+H_PREPARED_TRANSACTION_OFFSET = 11
+H_BORN_HOST_POS = 12
+H_STORE_HOST_POS = 13
+H_BODY_POS = 14
+H_BODY_LEN = 15
+H_TOPIC_POS = 16
+H_TOPIC_LEN = 17
+H_PROPS_POS = 18
+H_PROPS_LEN = 19
+HEADER_FIELDS = (
+    "total_size", "magic_code", "body_crc", "queue_id", "flag", "queue_offset", "stored_physical_offset",
+    "sys_flag", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
+    "born_host_pos", "store_host_pos", "body_pos", "body_len", "topic_pos", "topic_len", "props_pos", "props_len",
+)
+
+
 @numba.njit(cache=True, nogil=True)
-def decode_header(buf, buf_file_pos, positions, n, fields,
-                  total_size, magic_code, body_crc, queue_id, flag, queue_offset, stored_physical_offset,
-                  sys_flag, born_timestamp, store_timestamp, reconsume_times, prepared_transaction_offset,
-                  born_host_pos, store_host_pos, body_pos, body_len, topic_pos, topic_len, props_pos, props_len):
-    """Row r of the header arrays (columns.HeaderColumns) from the walked record at ``positions[r]``: its
-    fixed-width fields and the buffer spans (buffer indices, not file positions) of its variable parts;
-    only the arrays whose bit is set in ``fields`` (bit k = k-th array): a header-only scan does not pay for
-    stores nobody reads."""
+def decode_header(buf, buf_file_pos, positions, n, slots, out):
+    """Header fields of the walked records at ``positions[:n]``: field f of record r goes to
+    ``out[slots[f], r]`` (int64) when ``slots[f] >= 0``; fields nobody asked for are not decoded (a
+    header-only scan does not pay for layout() or stores nobody reads)."""
+    s_total, s_magic, s_crc, s_qid = slots[H_TOTAL_SIZE], slots[H_MAGIC_CODE], slots[H_BODY_CRC], slots[H_QUEUE_ID]
+    s_flag, s_qoff, s_phys = slots[H_FLAG], slots[H_QUEUE_OFFSET], slots[H_STORED_PHYSICAL_OFFSET]
+    s_sys, s_born, s_store = slots[H_SYS_FLAG], slots[H_BORN_TIMESTAMP], slots[H_STORE_TIMESTAMP]
+    s_recon, s_prep = slots[H_RECONSUME_TIMES], slots[H_PREPARED_TRANSACTION_OFFSET]
+    s_bhost, s_shost = slots[H_BORN_HOST_POS], slots[H_STORE_HOST_POS]
+    s_bpos, s_blen, s_tpos, s_tlen = slots[H_BODY_POS], slots[H_BODY_LEN], slots[H_TOPIC_POS], slots[H_TOPIC_LEN]
+    s_ppos, s_plen = slots[H_PROPS_POS], slots[H_PROPS_LEN]
+    spans = s_bpos >= 0 or s_blen >= 0 or s_tpos >= 0 or s_tlen >= 0 or s_ppos >= 0 or s_plen >= 0
     for r in range(n):
         p = positions[r] - buf_file_pos
         total = be32(buf, p)
-        magic = be32(buf, p + 4)
+        magic = be32(buf, p + POS_MAGIC)
         sf = be32(buf, p + POS_SYS_FLAG)
-        bh = 20 if sf & 0x10 else 8
-        sh = 20 if sf & 0x20 else 8
-        if fields & 0x1:
-            total_size[r] = total
-        if fields & 0x2:
-            magic_code[r] = magic
-        if fields & 0x4:
-            body_crc[r] = be32(buf, p + POS_BODY_CRC)
-        if fields & 0x8:
-            queue_id[r] = be32(buf, p + POS_QUEUE_ID)
-        if fields & 0x10:
-            flag[r] = be32(buf, p + POS_FLAG)
-        if fields & 0x20:
-            queue_offset[r] = be64(buf, p + POS_QUEUE_OFFSET)
-        if fields & 0x40:
-            stored_physical_offset[r] = be64(buf, p + POS_PHYSICAL_OFFSET)
-        if fields & 0x80:
-            sys_flag[r] = sf
-        if fields & 0x100:
-            born_timestamp[r] = be64(buf, p + POS_BORN_TIMESTAMP)
-        if fields & 0x200:
-            store_timestamp[r] = be64(buf, p + 48 + bh)
-        if fields & 0x400:
-            reconsume_times[r] = be32(buf, p + 56 + bh + sh)
-        if fields & 0x800:
-            prepared_transaction_offset[r] = be64(buf, p + 60 + bh + sh)
-        if fields & 0x1000:
-            born_host_pos[r] = p + POS_BORN_HOST
-        if fields & 0x2000:
-            store_host_pos[r] = p + 56 + bh
-        if fields & 0xFC000:
+        bh, sh = host_lengths(sf)
+        if s_total >= 0:
+            out[s_total, r] = total
+        if s_magic >= 0:
+            out[s_magic, r] = magic
+        if s_crc >= 0:
+            out[s_crc, r] = be32(buf, p + POS_BODY_CRC)
+        if s_qid >= 0:
+            out[s_qid, r] = be32(buf, p + POS_QUEUE_ID)
+        if s_flag >= 0:
+            out[s_flag, r] = be32(buf, p + POS_FLAG)
+        if s_qoff >= 0:
+            out[s_qoff, r] = be64(buf, p + POS_QUEUE_OFFSET)
+        if s_phys >= 0:
+            out[s_phys, r] = be64(buf, p + POS_PHYSICAL_OFFSET)
+        if s_sys >= 0:
+            out[s_sys, r] = sf
+        if s_born >= 0:
+            out[s_born, r] = be64(buf, p + POS_BORN_TIMESTAMP)
+        if s_store >= 0:
+            out[s_store, r] = be64(buf, p + POS_STORE_TIMESTAMP_BH + bh)
+        if s_recon >= 0:
+            out[s_recon, r] = be32(buf, p + POS_RECONSUME_TIMES_BH_SH + bh + sh)
+        if s_prep >= 0:
+            out[s_prep, r] = be64(buf, p + POS_PREPARED_OFFSET_BH_SH + bh + sh)
+        if s_bhost >= 0:
+            out[s_bhost, r] = p + POS_BORN_HOST
+        if s_shost >= 0:
+            out[s_shost, r] = p + POS_STORE_HOST_BH + bh
+        if spans:
             bp, bl, tp, tl, pp, pl = layout(buf, p, total, magic)
-            if fields & 0x4000:
-                body_pos[r] = p + bp
-            if fields & 0x8000:
-                body_len[r] = bl
-            if fields & 0x10000:
-                topic_pos[r] = p + tp
-            if fields & 0x20000:
-                topic_len[r] = tl
-            if fields & 0x40000:
-                props_pos[r] = p + pp
-            if fields & 0x80000:
-                props_len[r] = pl
+            if s_bpos >= 0:
+                out[s_bpos, r] = p + bp
+            if s_blen >= 0:
+                out[s_blen, r] = bl
+            if s_tpos >= 0:
+                out[s_tpos, r] = p + tp
+            if s_tlen >= 0:
+                out[s_tlen, r] = tl
+            if s_ppos >= 0:
+                out[s_ppos, r] = p + pp
+            if s_plen >= 0:
+                out[s_plen, r] = pl
+
+
+class HeaderColumns:
+    """Header fields of n decoded records (numpy int64 views of one [fields, n] array, filled by
+    decode_header). Only the requested fields exist; reading another raises AttributeError, so code that
+    uses a field nobody decoded fails loudly. Runs wherever records are decoded."""
+
+    def __init__(self, n: int, fields: frozenset[str]):
+        unknown = set(fields) - set(HEADER_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown header fields {sorted(unknown)}")
+        self.n = n
+        self.fields = frozenset(fields)
+        self.slots = np.full(len(HEADER_FIELDS), -1, dtype=np.int64)
+        names = [f for f in HEADER_FIELDS if f in self.fields]
+        for row, name in enumerate(names):
+            self.slots[HEADER_FIELDS.index(name)] = row
+        self.data = np.empty((len(names), n), dtype=np.int64)
+        self._rows = {name: row for row, name in enumerate(names)}
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        rows = self.__dict__.get("_rows", {})
+        if name in rows:
+            return self.data[rows[name]]
+        raise AttributeError(f"header field {name!r} was not decoded (decoded: {sorted(rows)})")
+
+    def decode(self, buf, buf_file_pos: int, positions: np.ndarray) -> "HeaderColumns":
+        decode_header(buf, buf_file_pos, positions, self.n, self.slots, self.data)
+        return self
 
 
 @numba.njit(cache=True, nogil=True)
@@ -333,6 +442,7 @@ def resync(buf, buf_file_pos, base_offset, start, stop_at):
     p = max(start, buf_file_pos)
     while p < last:
         i = p - buf_file_pos
+        # the two message magics share their first three bytes (0xDA 0xA3 0x20)
         if buf[i + 4] == 0xDA and buf[i + 5] == 0xA3 and buf[i + 6] == 0x20 and (buf[i + 7] == 0xA7 or buf[i + 7] == 0xAB):
             if be64(buf, i + POS_PHYSICAL_OFFSET) == base_offset + p:
                 total = be32(buf, i)

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.commitlog import span_equals
 
 RMQ_CRC_MASK = 0x7FFFFFFF
 
@@ -70,3 +71,44 @@ def rmq_crc32(data: bytes) -> int:
     """Convenience for byte strings (driver-side and tests)."""
     arr = np.frombuffer(data, dtype=np.uint8)
     return int(rmq_crc32_span(arr, 0, len(arr)))
+
+
+# ------------------------------------------------------------------------------------------- verdicts
+
+@numba.njit(cache=True, nogil=True)
+def crc_ok(buf, body_pos, body_len, body_crc, n):
+    """Per record: does the masked CRC-32 of its body (buffer span) equal its stored BODYCRC?"""
+    out = np.empty(n, dtype=np.bool_)
+    for r in range(n):
+        out[r] = rmq_crc32_span(buf, body_pos[r], body_len[r]) == body_crc[r]
+    return out
+
+
+_CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()
+CRC32_PROPERTY_LEN = 20          # "__CRC32#" 0x01, ten digits, 0x02
+
+
+@numba.njit(cache=True, nogil=True)
+def prop_crc_ok(buf, record_pos, total_size, props_len, n):
+    """5.x ``__CRC32#`` property (docs/format/commitlog.md): always the record's last 20 bytes, ``__CRC32#`` 0x01, ten digits
+    least-significant first, 0x02; covers the record minus those 20 bytes. ``record_pos``: buffer index of
+    each record's first byte. Returns (ok, present)."""
+    ok = np.zeros(n, dtype=np.bool_)
+    present = np.zeros(n, dtype=np.bool_)
+    for r in range(n):
+        if props_len[r] < CRC32_PROPERTY_LEN:
+            continue
+        start = record_pos[r] + total_size[r] - CRC32_PROPERTY_LEN
+        if not span_equals(buf, start, 9, _CRC32_PROPERTY) or buf[start + CRC32_PROPERTY_LEN - 1] != 0x02:
+            continue
+        value = 0
+        digits = True
+        for i in range(9, -1, -1):
+            c = buf[start + 9 + i]
+            if c < 48 or c > 57:
+                digits = False
+                break
+            value = value * 10 + (c - 48)
+        present[r] = True
+        ok[r] = digits and value == rmq_crc32_span(buf, record_pos[r], total_size[r] - CRC32_PROPERTY_LEN)
+    return ok, present

@@ -1,10 +1,10 @@
-"""Encoding CommitLog records and segments (the inverse of commitlog.py/columns.py).
+"""Encoding CommitLog records and segments: the inverse of the decoder (docs/format/commitlog.md).
 
-Tests build stores through this module (store-format.md §2); the benchmark uses it to generate multi-GiB
-stores. ``SegmentWriter`` appends the way RocketMQ's ``doAppend`` does: PHYSICALOFFSET is the write
+``SegmentWriter`` appends in memory the way RocketMQ's ``doAppend`` does: PHYSICALOFFSET is the write
 position, QUEUEOFFSET is assigned per (topic, queue) except for PREPARED/ROLLBACK records (0, not
 advanced), and a record that does not leave 8 bytes in the file closes it with a BLANK record and goes to
-the next file. Pure; runs wherever called.
+the next file. Pure (no files: tests/builders.py writes stores, bench/ generates large ones); runs
+wherever called.
 """
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import ipaddress
 import struct
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from rocketstore_spark.codec.commitlog import BLANK_MAGIC, MAGIC_V1, MAGIC_V2, TRANSACTION_MASK
+from rocketstore_spark.codec.commitlog import (BLANK_MAGIC, MAGIC_V1, MAGIC_V2, TRANSACTION_MASK,
+                                               TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 from rocketstore_spark.codec.crc32 import rmq_crc32
 
 CRC32_PROPERTY = "__CRC32#"
@@ -104,7 +103,7 @@ class SegmentWriter:
         """Appends ``m`` (its queue_offset assigned); returns (physical offset, record size)."""
         tx = m.sys_flag & TRANSACTION_MASK
         key = (m.topic, m.queue_id)
-        m.queue_offset = 0 if tx in (0x4, 0xC) else self.queue_offsets.get(key, 0)
+        m.queue_offset = 0 if tx in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK) else self.queue_offsets.get(key, 0)
         record = encode_record(m, self.physical_offset)
         if len(record) + 8 > self.segment_size - self.position:
             if len(record) + 8 > self.segment_size:
@@ -117,62 +116,6 @@ class SegmentWriter:
         offset = self.physical_offset
         self.segments[self.current][self.position:self.position + len(record)] = record
         self.position += len(record)
-        if tx not in (0x4, 0xC):
+        if tx not in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK):
             self.queue_offsets[key] = m.queue_offset + 1
         return offset, len(record)
-
-    def write(self, commitlog_dir) -> list:
-        """Writes every segment as a 20-digit-named file; returns the paths."""
-        from pathlib import Path
-        d = Path(commitlog_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for base, data in self.segments.items():
-            p = d / f"{base:020d}"
-            p.write_bytes(bytes(data))
-            paths.append(p)
-        return paths
-
-
-def synthetic_segment(segment_size: int, seed: int = 7, topics: int = 20) -> tuple[np.ndarray, np.ndarray]:
-    """One full CommitLog segment of realistic messages (bodies 64 B - 4 KiB, TAGS/KEYS/UNIQ_KEY/WAIT),
-    closed with a BLANK: (bytes as uint8 array, record positions). For benchmarks and size tests."""
-    import random
-    rnd = random.Random(seed)
-    w = SegmentWriter(segment_size)
-    names = [f"bench_topic_{i}" for i in range(topics)]
-    positions = []
-    while w.current == 0:
-        body = rnd.getrandbits(128).to_bytes(16, "big") * rnd.choice([4, 16, 40, 64, 100, 250])
-        m = Message(topic=rnd.choice(names), body=body, queue_id=rnd.randrange(8),
-                    properties={"TAGS": rnd.choice(["TagA", "TagB", "TagC"]), "KEYS": f"order-{rnd.randrange(10**9)}",
-                                "UNIQ_KEY": f"{rnd.getrandbits(128):032X}", "WAIT": "true"})
-        offset, _ = w.append(m)
-        if offset < segment_size:
-            positions.append(offset)
-    return np.frombuffer(bytes(w.segments[0]), dtype=np.uint8).copy(), np.array(positions, dtype=np.int64)
-
-
-def rebase_segment(segment: np.ndarray, positions: np.ndarray, base_offset: int, file_position: int = 0) -> np.ndarray:
-    """A copy of ``segment`` whose records' PHYSICALOFFSET fields say it lies at ``file_position`` of the
-    segment starting at ``base_offset``."""
-    out = segment.copy()
-    value = base_offset + file_position + positions
-    for b in range(8):                              # big-endian int64 at record + 28
-        out[positions + 28 + b] = (value >> (56 - 8 * b)) & 0xFF
-    return out
-
-
-def tiled_segment_chunks(segment: np.ndarray, positions: np.ndarray, segment_size: int, base_offset: int = 0):
-    """Yields the bytes of one ``segment_size`` segment made of back-to-back copies of ``segment``'s records
-    (its BLANK dropped), PHYSICALOFFSET rebased per copy, closed with a BLANK: a segment of any size (1 GiB
-    for size tests) in bounded memory. Queue offsets repeat across copies."""
-    last = int(positions[-1])
-    end = last + int(struct.unpack_from(">i", segment[last:last + 4].tobytes())[0])
-    copies = (segment_size - 8) // end
-    for k in range(copies):
-        yield rebase_segment(segment[:end], positions, base_offset, k * end)
-    tail = np.zeros(segment_size - copies * end, dtype=np.uint8)
-    tail[:8] = np.frombuffer(encode_blank(len(tail)), dtype=np.uint8)
-    yield tail
-

@@ -11,8 +11,8 @@ on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX ta
 ``batchRows`` (rows per Arrow batch; default 4096 and at most 16 MiB of records, or 65536 when every
 requested column is fixed-width).
 
-Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec/ and ships Arrow
-batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python
+Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec.decoder over
+store.segment_reader and ships Arrow batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python
 sources, so a narrow user schema is how to avoid decoding and shipping bodies. Pushed filters (enable
 ``spark.sql.python.filterPushdown.enabled``; the session helper does) are applied exactly, row by row, in the
 worker: ``store``/``topic``/``queue_id``/``transaction_type`` =, IN; ranges and = on ``physical_offset``
@@ -27,11 +27,11 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
                                     LessThan, LessThanOrEqual)
 from pyspark.sql.types import StructType
 
-from rocketstore_spark.datasource.options import Options
-from rocketstore_spark.datasource.planning import ScanPartition, plan_partitions, session_parallelism
+from rocketstore_spark.datasource.options import CommitLogOptions
+from rocketstore_spark.datasource.planning import ScanPartition, SegmentRange, plan_partitions, session_parallelism
 from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, check_schema
 
-log = logging.getLogger("rocketstore_spark.rocketmq")
+log = logging.getLogger(__name__)
 
 RANGE_COLUMNS = {"physical_offset", "queue_offset", "store_timestamp", "born_timestamp"}
 SET_COLUMNS = {"store", "topic", "queue_id", "transaction_type"}
@@ -49,11 +49,11 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> "RocketMQReader":
         check_schema(schema, COMMITLOG_SCHEMA, "rocketmq")
-        return RocketMQReader(Options(self.options), schema)
+        return RocketMQReader(CommitLogOptions(self.options), schema)
 
 
 class RocketMQReader(DataSourceReader):
-    def __init__(self, options: Options, schema: StructType):
+    def __init__(self, options: CommitLogOptions, schema: StructType):
         self.options = options
         self.schema = schema
         self.filters: list = []
@@ -89,6 +89,33 @@ class RocketMQReader(DataSourceReader):
     # ----------------------------------------------------------------------------- worker side
 
     def read(self, partition: ScanPartition):
-        from rocketstore_spark.datasource.batches import commitlog_batches
         for segment_range in partition.ranges:
             yield from commitlog_batches(segment_range, self.schema, self.filters, self.options)
+
+
+def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, options: CommitLogOptions):
+    """Arrow batches of one SegmentRange with exactly the columns of ``schema``, filtered by ``filters``
+    (executor). Filter columns the schema lacks are decoded too, for the row mask."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from rocketstore_spark.codec.decoder import RecordDecoder
+    from rocketstore_spark.datasource.filters import row_mask
+    from rocketstore_spark.store.segment_reader import SegmentReader
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters)]))
+    decoder = RecordDecoder([c for c in wanted if c != "store"], message_delay_level=options.message_delay_level,
+                            batch_rows=options.batch_rows)
+    reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
+                           segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
+                           on_finding=lambda f: log.warning(f.render()))
+    for decoded in reader:
+        cols = {name: decoded.batch.column(name) for name in decoder.columns}
+        if "store" in wanted:
+            cols["store"] = pa.repeat(pa.scalar(segment_range.store, pa.string()), decoded.n)
+        batch = pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=arrow_schema)
+        if filters:
+            batch = batch.filter(row_mask(filters, cols))
+        if batch.num_rows:
+            yield batch

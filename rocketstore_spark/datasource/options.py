@@ -1,15 +1,21 @@
-"""Data source options, parsed and validated once (driver), picklable to the workers."""
+"""Data source options: one class per source, parsed and validated once on the driver, picklable to executors.
+
+Option names are case-insensitive (Spark lowercases them). An option a source does not know — a typo, an
+option of another source — is an error that lists the ones it knows, never silently ignored.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketstore_spark.codec.columns import DEFAULT_DELAY_LEVELS
+from rocketstore_spark.codec.indexfile import DEFAULT_HASH_SLOT_NUM
+from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS, parse_delay_levels
+
+DEFAULT_MAX_RECORD_SIZE = 64 << 20
 
 
-
-def _bool(value: str | None, name: str) -> bool:
+def _bool(value: str | None, name: str, default: bool) -> bool:
     if value is None:
-        return False
+        return default
     if value.lower() in ("true", "1", "yes"):
         return True
     if value.lower() in ("false", "0", "no"):
@@ -31,27 +37,75 @@ def _int(value: str | None, name: str, default: int | None, minimum: int) -> int
 
 @dataclass(frozen=True)
 class Options:
+    """Options every source takes: the store paths (``.load(path)``, or ``paths`` = comma-separated)."""
     paths: tuple[str, ...]
+
+    SOURCE = "rocketmq_*"
+    KNOWN = ("path", "paths")          # as Spark spells them after lowercasing: what a subclass adds
+
+    def __init__(self, raw, source: str | None = None):
+        source = source or self.SOURCE
+        opts = {k.lower(): v for k, v in dict(raw).items()}
+        known = {k.lower(): k for k in self.KNOWN}
+        unknown = sorted(k for k in opts if k not in known)
+        if unknown:
+            raise ValueError(f"{source}: unknown option(s) {', '.join(unknown)}; "
+                             f"the options are: {', '.join(self.KNOWN)}")
+        paths = [p for p in (opts.get("path"), opts.get("paths")) if p]
+        if not paths:
+            raise ValueError(f"{source}: no store given: use .load(path) or .option('paths', 'a,b')")
+        object.__setattr__(self, "paths", tuple(p.strip() for p in ",".join(paths).split(",") if p.strip()))
+        self._parse(opts)
+
+    def _set(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+
+    def _parse(self, opts: dict) -> None:
+        """Subclasses: parse their own options from ``opts`` (lowercased names)."""
+
+
+@dataclass(frozen=True, init=False)
+class CommitLogOptions(Options):
+    """``rocketmq``: splitSize, strict, messageDelayLevel, maxRecordSize, batchRows."""
     split_size: int | None        # None: planning.auto_split_size
     strict: bool
     message_delay_level: str
     max_record_size: int
-    hash_slot_num: int
-    check_crc: bool
-    batch_rows: int | None        # None: batches.batch_limits
+    batch_rows: int | None        # None: the decoder's default for the requested columns
 
-    def __init__(self, raw):
-        opts = {k.lower(): v for k, v in dict(raw).items()}
-        paths = [p for p in (opts.get("path"), opts.get("paths")) if p]
-        if not paths:
-            raise ValueError("no store given: use .load(path) or .option('paths', 'a,b')")
-        object.__setattr__(self, "paths", tuple(p.strip() for p in ",".join(paths).split(",") if p.strip()))
-        object.__setattr__(self, "split_size", _int(opts.get("splitsize"), "splitSize", None, 4096))
-        object.__setattr__(self, "strict", _bool(opts.get("strict"), "strict"))
-        object.__setattr__(self, "message_delay_level", opts.get("messagedelaylevel") or DEFAULT_DELAY_LEVELS)
-        object.__setattr__(self, "max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", 64 << 20, 1024))
-        object.__setattr__(self, "hash_slot_num", _int(opts.get("hashslotnum"), "hashSlotNum", 5_000_000, 1))
-        object.__setattr__(self, "batch_rows", _int(opts.get("batchrows"), "batchRows", None, 1))
-        object.__setattr__(self, "check_crc", not opts.get("checkcrc") or _bool(opts.get("checkcrc"), "checkCrc"))
-        from rocketstore_spark.codec.columns import parse_delay_levels
-        parse_delay_levels(self.message_delay_level)      # fail on the driver, not in a worker
+    SOURCE = "rocketmq"
+    KNOWN = ("path", "paths", "splitSize", "strict", "messageDelayLevel", "maxRecordSize", "batchRows")
+
+    def _parse(self, opts):
+        self._set("split_size", _int(opts.get("splitsize"), "splitSize", None, 4096))
+        self._set("strict", _bool(opts.get("strict"), "strict", False))
+        self._set("message_delay_level", opts.get("messagedelaylevel") or DEFAULT_DELAY_LEVELS)
+        self._set("max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", DEFAULT_MAX_RECORD_SIZE, 1024))
+        self._set("batch_rows", _int(opts.get("batchrows"), "batchRows", None, 1))
+        parse_delay_levels(self.message_delay_level)      # fail on the driver, not in an executor
+
+
+@dataclass(frozen=True, init=False)
+class SegmentsOptions(Options):
+    """``rocketmq_segments``: checkCrc, maxRecordSize."""
+    check_crc: bool
+    max_record_size: int
+
+    SOURCE = "rocketmq_segments"
+    KNOWN = ("path", "paths", "checkCrc", "maxRecordSize")
+
+    def _parse(self, opts):
+        self._set("check_crc", _bool(opts.get("checkcrc"), "checkCrc", True))
+        self._set("max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", DEFAULT_MAX_RECORD_SIZE, 1024))
+
+
+@dataclass(frozen=True, init=False)
+class IndexOptions(Options):
+    """``rocketmq_index``, ``rocketmq_index_header``: hashSlotNum (the broker's maxHashSlotNum)."""
+    hash_slot_num: int
+
+    SOURCE = "rocketmq_index"
+    KNOWN = ("path", "paths", "hashSlotNum")
+
+    def _parse(self, opts):
+        self._set("hash_slot_num", _int(opts.get("hashslotnum"), "hashSlotNum", DEFAULT_HASH_SLOT_NUM, 1))

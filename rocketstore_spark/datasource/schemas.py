@@ -1,29 +1,22 @@
 """Spark schemas of the rocketmq data sources: the column names are a contract for jobs, notebooks and users.
 
-Imported on the driver and in workers; pyspark types only.
+The CommitLog schema comes from ``codec.record_schema``; the small tables are DDL strings parsed here
+without a SparkContext. Imported on the driver and in workers.
 """
 from __future__ import annotations
 
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, IntegerType, LongType, MapType,
                                StringType, StructField, StructType, TimestampType)
+
+from rocketstore_spark.codec import record_schema
 
 _SCALARS = {"STRING": StringType(), "INT": IntegerType(), "BIGINT": LongType(), "BOOLEAN": BooleanType(),
             "BINARY": BinaryType(), "TIMESTAMP": TimestampType()}
 
-# NOT NULL where a record always has the value (only tags, uniq_key and properties_crc_ok can be absent):
-# Spark then skips a null check per row and field when it ingests the batches.
-COMMITLOG_SCHEMA = ", ".join([
-    "store STRING NOT NULL", "segment_base_offset BIGINT NOT NULL", "file_position BIGINT NOT NULL",
-    "physical_offset BIGINT NOT NULL", "total_size INT NOT NULL", "magic_code INT NOT NULL",
-    "record_version INT NOT NULL", "body_crc INT NOT NULL", "queue_id INT NOT NULL", "flag INT NOT NULL",
-    "queue_offset BIGINT NOT NULL", "sys_flag INT NOT NULL", "born_timestamp TIMESTAMP NOT NULL",
-    "store_timestamp TIMESTAMP NOT NULL", "born_host STRING NOT NULL", "store_host STRING NOT NULL",
-    "reconsume_times INT NOT NULL", "prepared_transaction_offset BIGINT NOT NULL", "body_length INT NOT NULL",
-    "body BINARY NOT NULL", "topic STRING NOT NULL", "properties MAP<STRING, STRING> NOT NULL",
-    "tags STRING", "keys ARRAY<STRING> NOT NULL", "uniq_key STRING", "msg_id STRING NOT NULL",
-    "transaction_type STRING NOT NULL", "body_crc_ok BOOLEAN NOT NULL", "properties_crc_ok BOOLEAN",
-    "tags_code BIGINT NOT NULL", "stored_physical_offset BIGINT NOT NULL",
-])
+# derived from the one column table (codec.record_schema): NOT NULL where a record always has the value, so
+# Spark skips a null check per row and field when it ingests the batches
+COMMITLOG_SCHEMA = from_arrow_schema(record_schema.arrow_schema())
 
 SEGMENTS_SCHEMA = ", ".join([
     "store STRING", "segment STRING", "base_offset BIGINT", "file_size BIGINT", "records BIGINT",
@@ -101,9 +94,9 @@ def struct(ddl: str) -> StructType:
     return StructType([_field(f) for f in _split_top(ddl, ",")])
 
 
-def check_schema(schema: StructType, full: str, source: str) -> None:
+def check_schema(schema: StructType, full: str | StructType, source: str) -> None:
     """A user schema may pick any subset of the source's columns, with their types."""
-    known = {f.name: f.dataType for f in struct(full).fields}
+    known = {f.name: f.dataType for f in (struct(full) if isinstance(full, str) else full).fields}
     for f in schema.fields:
         if f.name not in known:
             raise ValueError(f"{source}: unknown column {f.name!r}; the columns are: {', '.join(known)}")

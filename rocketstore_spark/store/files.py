@@ -1,10 +1,13 @@
-"""The store's small files, read-only: checkpoint, abort, lock, config/consumerOffset.json (+ .bak)."""
+"""The store's small files, read-only: checkpoint, abort, lock, config/consumerOffset.json (+ .bak).
+
+Paths come from the store map (layout.StoreMap); runs wherever called (a Spark executor, the CLI, tests)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
 from rocketstore_spark.codec import checkpoint, config_json
+from rocketstore_spark.store.layout import StoreMap
 
 
 @dataclass
@@ -14,13 +17,13 @@ class StoreState:
     lock_present: bool
 
 
-def read_checkpoint(root: str) -> StoreState:
-    path = os.path.join(root, "checkpoint")
+def read_checkpoint(files: StoreMap) -> StoreState:
     cp = None
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
+    if files.checkpoint_path is not None and os.path.isfile(files.checkpoint_path):
+        with open(files.checkpoint_path, "rb") as f:
             cp = checkpoint.decode(f.read(checkpoint.DTYPE.itemsize))
-    return StoreState(cp, os.path.exists(os.path.join(root, "abort")), os.path.exists(os.path.join(root, "lock")))
+    return StoreState(cp, files.abort_path is not None and files.abort_path.exists(),
+                      files.lock_path is not None and files.lock_path.exists())
 
 
 @dataclass
@@ -30,11 +33,11 @@ class ConsumerOffsets:
     problems: list[str]
 
 
-def read_consumer_offsets(root: str) -> ConsumerOffsets:
+def read_consumer_offsets(files: StoreMap) -> ConsumerOffsets:
     """As ConfigManager.load does: the file, or its .bak when the file is missing, empty or unparsable."""
     problems = []
-    for name in ("consumerOffset.json", "consumerOffset.json.bak"):
-        path = os.path.join(root, "config", name)
+    for path in files.consumer_offsets_paths():
+        path = str(path)
         if not os.path.isfile(path):
             continue
         with open(path, "rb") as f:

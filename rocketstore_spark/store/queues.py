@@ -1,16 +1,13 @@
 """Reading ConsumeQueue directories read-only (wherever called: Spark worker, CLI, tests)."""
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from rocketstore_spark.codec import consumequeue
-
-SEGMENT_NAME = re.compile(r"^\d{20}$")
+from rocketstore_spark.store.layout import StoreMap
 
 
 @dataclass
@@ -25,13 +22,12 @@ class QueueChunk:
 
 def read_queue(queue_dir: str) -> Iterator[QueueChunk]:
     """Each file's entries before the first one failing RocketMQ's test (offset >= 0 and size > 0)."""
-    for name in sorted(n for n in os.listdir(queue_dir) if SEGMENT_NAME.match(n)):
-        path = os.path.join(queue_dir, name)
+    for path, cq_offset in StoreMap.queue_files(queue_dir):
         with open(path, "rb") as f:
             data = f.read()
         entries = consumequeue.decode_entries(data)
         n = consumequeue.written_count(entries)
         entries = entries[:n]
         positions = np.arange(n, dtype=np.int64) * consumequeue.ENTRY_SIZE
-        yield QueueChunk(path, entries, (int(name) + positions) // consumequeue.ENTRY_SIZE, positions,
+        yield QueueChunk(path, entries, (cq_offset + positions) // consumequeue.ENTRY_SIZE, positions,
                          consumequeue.is_filler(entries))

@@ -9,8 +9,9 @@ so memory per split is bounded whatever the segment size. Records belong to the 
 *start*; the last one is read past the split end. A split that does not start at position 0 begins at the
 first plausible record start (commitlog.resync).
 
-Each batch is walked (``commitlog.walk``, or ``walk_lanes`` for clean windows when ``lanes`` > 1), then
-the requested header fields are decoded (``commitlog.decode_header``, ``fields`` as in columns.fields_for).
+This module only supplies windows of bytes: the walk and the columns are ``codec.decoder.RecordDecoder``'s,
+and the reader acts on where and why each walk stopped (refill the window for a record that continues past
+it, report damage and resynchronise, or end the segment).
 
 Damage (bad magic, impossible length, lengths that do not add up) is a Finding naming file and byte
 position; the reader then re-synchronises on the next record start and reads on. BLANK, zero fill and end
@@ -26,25 +27,12 @@ from typing import Callable, Iterator
 import numpy as np
 
 from rocketstore_spark.codec import commitlog
-from rocketstore_spark.codec.columns import HeaderColumns
 from rocketstore_spark.codec.commitlog import Stop
-from rocketstore_spark.store.findings import Finding, StoreError
+from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
+from rocketstore_spark.findings import Finding, Severity, StoreError, finding
 
 DEFAULT_WINDOW = 64 << 20
 DEFAULT_MAX_RECORD = 64 << 20
-DEFAULT_BATCH_ROWS = 4096
-DEFAULT_BATCH_BYTES = 16 << 20
-
-
-@dataclass
-class RawBatch:
-    """n walked records: the window bytes, their file positions and decoded headers. ``buf`` is a read-only
-    view of the file (a mapping, or a pread copy); decoded columns copy what they need out of it, so holding
-    on to a batch holds on to its window."""
-    buf: np.ndarray
-    buf_file_pos: int
-    positions: np.ndarray
-    header: HeaderColumns
 
 
 @dataclass
@@ -59,34 +47,29 @@ class ScanResult:
 
 
 class SegmentReader:
-    """Iterates RawBatches over [start, end) of one segment file."""
+    """Iterates the decoded batches (``codec.decoder.Decoded``) of [start, end) of one segment file. Fixed-width
+    columns of a batch are views of decoder arrays, strings and bodies are copies: holding on to a batch
+    does not hold on to its window."""
 
-    def __init__(self, path: str, base_offset: int, start: int = 0, end: int | None = None, *,
-                 strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
-                 batch_rows: int = DEFAULT_BATCH_ROWS, batch_bytes: int = DEFAULT_BATCH_BYTES,
-                 fields: int = HeaderColumns.ALL, lanes: int = 1,
+    def __init__(self, path: str, base_offset: int, decoder: RecordDecoder, start: int = 0, end: int | None = None,
+                 *, strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
                  on_finding: Callable[[Finding], None] | None = None):
         self.path = path
         self.base_offset = base_offset
+        self.decoder = decoder
         self.start = start
         self.end = end
         self.strict = strict
         self.window = window
         self.max_record_size = max_record_size
-        self.batch_rows = batch_rows
-        self.batch_bytes = batch_bytes
-        self.fields = fields                # HeaderColumns fields to decode (columns.fields_for)
-        # > 1: walk clean windows as interleaved lanes (commitlog.walk_lanes); only where batches may be as
-        # large as a window (batch_bytes is not enforced on that path)
-        self.lanes = lanes
         self.on_finding = on_finding
         self.result = ScanResult()
 
     # ------------------------------------------------------------------------------------ findings
 
-    def _finding(self, check: str, position: int | None, message: str, **evidence) -> None:
-        f = Finding(check, "error", self.path, position, message, evidence)
-        if self.strict:
+    def _report(self, check: str, position: int | None, message: str, **evidence) -> None:
+        f = finding(check, self.path, position, message, **evidence)
+        if self.strict and f.severity == Severity.ERROR:
             raise StoreError(f)
         self.result.findings.append(f)
         if self.on_finding:
@@ -94,11 +77,11 @@ class SegmentReader:
 
     # ----------------------------------------------------------------------------------- reading
 
-    def __iter__(self) -> Iterator[RawBatch]:
+    def __iter__(self) -> Iterator[Decoded]:
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError as e:               # deleted or unreadable since planning: a finding, not a crash
-            self._finding("commitlog.unreadable", None, f"cannot open: {e.strerror}", errno=e.errno)
+            self._report("commitlog.unreadable", None, f"cannot open: {e.strerror}", errno=e.errno)
             return
         try:
             yield from self._scan(fd)
@@ -121,7 +104,7 @@ class SegmentReader:
             got = os.preadv(fd, [buf], position)
             return np.frombuffer(buf, dtype=np.uint8, count=got)
 
-    def _scan(self, fd: int) -> Iterator[RawBatch]:
+    def _scan(self, fd: int) -> Iterator[Decoded]:
         file_size = os.fstat(fd).st_size
         end = file_size if self.end is None else min(self.end, file_size)
         res = self.result
@@ -135,33 +118,12 @@ class SegmentReader:
         res.first_position = pos
         buf = self._read(fd, window, pos, file_size)
         buf_file_pos = pos
-        positions = np.empty(self.batch_rows, dtype=np.int64)
-        lanes = self.lanes
-        lane_rows = self.batch_rows // max(lanes, 1)
-        lane_counts = np.zeros(max(lanes, 1), dtype=np.int64)
         while True:
-            count = -1
-            if lanes > 1:
-                count, next_pos, stop = commitlog.walk_lanes(buf, buf_file_pos, file_size, self.base_offset, pos,
-                                                             end, lanes, lane_rows, lane_counts, positions)
-                if count < 0 and lane_counts.max() >= lane_rows:
-                    # a lane ran out of room (lane_counts is reset by every call): records this small
-                    # make lanes not worth retrying in this range
-                    lanes = 1
-                elif count > 0:
-                    positions = np.concatenate([positions[k * lane_rows:k * lane_rows + c]
-                                                for k, c in enumerate(lane_counts)])
-            if count < 0:
-                count, next_pos, stop = commitlog.walk(buf, buf_file_pos, file_size, pos, end, self.batch_rows,
-                                                       self.batch_bytes, positions)
-            stop = Stop(stop)
-            if count:
-                header = HeaderColumns(count, self.fields)
-                commitlog.decode_header(buf, buf_file_pos, positions, count, self.fields, *header.arrays())
-                res.records += count
-                yield RawBatch(buf, buf_file_pos, positions[:count], header.head(count))
-                # the yielded batch keeps its positions: the next walk writes into a new array
-                positions = np.empty(self.batch_rows, dtype=np.int64)
+            decoded = self.decoder.decode(buf, buf_file_pos, file_size, self.base_offset, pos, end)
+            next_pos, stop = decoded.next_position, decoded.stop
+            if decoded.n:
+                res.records += decoded.n
+                yield decoded
             pos = next_pos
             res.end_position = pos
             if stop == Stop.LIMIT:
@@ -173,7 +135,7 @@ class SegmentReader:
                 needed = self._record_extent(buf, buf_file_pos, pos)
                 if needed > window:
                     if needed > self.max_record_size:
-                        self._finding("commitlog.record_too_large", pos,
+                        self._report("commitlog.record_too_large", pos,
                                       f"TOTALSIZE {needed} exceeds max_record_size {self.max_record_size}",
                                       total_size=needed)
                         pos = self._after_damage(fd, window, pos, end, file_size)
@@ -189,7 +151,7 @@ class SegmentReader:
                 res.stop_position = pos
                 return
             p = pos - buf_file_pos
-            self._finding(f"commitlog.{stop.name.lower()}", pos, stop.describe,
+            self._report(stop.check, pos, stop.describe,
                           total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
                           magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
             res.stop, res.stop_position = stop, pos
@@ -208,9 +170,8 @@ class SegmentReader:
         """Next record start after damage at ``pos``, recording how many bytes were skipped; -1 if none."""
         found = self._resync(fd, window, pos + 1, end, file_size)
         if found >= 0:
-            self.result.findings.append(Finding("commitlog.resynchronised", "warning", self.path, found,
-                                                f"reading resumed after skipping {found - pos} bytes",
-                                                {"skipped_from": pos}))
+            self._report("commitlog.resynchronised", found, f"reading resumed after skipping {found - pos} bytes",
+                         skipped_from=pos)
         return found
 
     def _resync(self, fd, window: int, start: int, end: int, file_size: int) -> int:

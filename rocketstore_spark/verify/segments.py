@@ -1,7 +1,7 @@
 """Scanning a whole CommitLog segment: what it holds, where its valid data ends, which bodies fail CRC.
 
-Runs where called (a Spark worker for rocketmq_segments, the CLI, tests). Header-only walk plus the
-compiled CRC check of every body; past the first CRC failure (RocketMQ's recovery stops there, we count).
+Runs where called (a Spark executor for rocketmq_segments, the CLI, tests). A header-only decode plus the
+compiled CRC verdict of every body, past the first CRC failure (RocketMQ's recovery stops there; we count).
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocketstore_spark.codec.columns import crc_ok
-from rocketstore_spark.store.findings import Finding
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 
@@ -29,26 +29,27 @@ class SegmentSummary:
 
 def scan_segment(path: str, base_offset: int, check_crc: bool = True, max_record_size: int = 64 << 20) -> SegmentSummary:
     s = SegmentSummary()
-    reader = SegmentReader(path, base_offset, max_record_size=max_record_size)
-    for raw in reader:
-        h = raw.header
-        ts = h.store_timestamp
+    decoder = RecordDecoder(("body_crc_ok",) if check_crc else (), extra_fields=("store_timestamp",))
+    reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size)
+    crc_findings = []
+    for decoded in reader:
+        ts = decoded.header.store_timestamp
         s.first_store_timestamp = int(ts[0]) if s.first_store_timestamp is None else s.first_store_timestamp
         s.last_store_timestamp = int(ts[-1])
         if check_crc:
-            bad = np.flatnonzero(~crc_ok(raw.buf, h.body_pos, h.body_len, h.body_crc, h.n))
-            if len(bad):
+            ok = decoded.batch.column("body_crc_ok").to_numpy(zero_copy_only=False)
+            for i in np.flatnonzero(~ok):
+                position = int(decoded.positions[i])
                 if s.first_crc_failure is None:
-                    s.first_crc_failure = base_offset + int(raw.positions[bad[0]])
-                s.crc_failures += len(bad)
-                for i in bad:
-                    s.findings.append(Finding("commitlog.body_crc", "error", path, int(raw.positions[i]),
-                                              "BODYCRC does not match the body (RocketMQ's recovery stops here)",
-                                              {"physical_offset": base_offset + int(raw.positions[i])}))
+                    s.first_crc_failure = base_offset + position
+                s.crc_failures += 1
+                crc_findings.append(finding("commitlog.body_crc", path, position,
+                                            "BODYCRC does not match the body (RocketMQ's recovery stops here)",
+                                            physical_offset=base_offset + position))
     res = reader.result
     s.records = res.records
     s.valid_end = res.end_position if res.stop_position is None else res.stop_position
     s.stop_reason = res.stop.describe
     s.stop_position = res.stop_position
-    s.findings = res.findings + s.findings
+    s.findings = res.findings + crc_findings
     return s

@@ -9,9 +9,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rocketstore_spark.codec.encode import Message, SegmentWriter, encode_record
+from rocketstore_spark.codec.encode import Message, encode_record
 from rocketstore_spark.codec.javahash import index_hash, java_hash
 from rocketstore_spark.store.records import read_table
+from tests.builders import write_store as _write_store
 from tests.strategies import messages
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -53,10 +54,7 @@ def test_v2_record_for_long_topic():
 
 
 def write_store(tmp_path, msgs, segment_size=1 << 16):
-    w = SegmentWriter(segment_size)
-    placed = [w.append(m) for m in msgs]
-    w.write(tmp_path / "commitlog")
-    return placed
+    return _write_store(tmp_path / "commitlog", msgs, segment_size)
 
 
 def millis(ts) -> int:
@@ -71,7 +69,7 @@ def expected_tags_code(m: Message) -> int:
     return java_hash(tags) if tags else 0
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(messages(), min_size=1, max_size=25))
 def test_round_trip_every_field(tmp_path_factory, msgs):
     tmp = tmp_path_factory.mktemp("store")
@@ -170,7 +168,6 @@ def test_crc32_property_verdict(tmp_path):
     assert dict(table.column("properties").to_pylist()[0])["TAGS"] == "a"
 
 
-@settings(deadline=None)             # the first example compiles (or loads) the kernels
 @given(st.binary(max_size=5000), st.integers(0, 64))
 def test_both_crc32_implementations_equal_zlib(data, skip):
     from rocketstore_spark.codec.crc32 import crc32_span, rmq_crc32_span

@@ -6,7 +6,8 @@ import ipaddress
 
 import pytest
 
-from rocketstore_spark.store.records import RECORD_COLUMNS, read_table
+from rocketstore_spark.codec.record_schema import DECODED
+from rocketstore_spark.store.records import read_table
 from tests.codec.test_commitlog import millis
 from tests.golden.goldens import all_goldens
 
@@ -48,14 +49,15 @@ def actual_row(r: dict) -> dict:
     r["store_timestamp"] = millis(r["store_timestamp"])
     r["body_sha256"] = hashlib.sha256(r.pop("body")).hexdigest()
     r["properties"] = dict(r["properties"])
-    for k in ("segment_base_offset",):
-        r.pop(k)
+    for k in ("segment_base_offset", "store"):
+        r.pop(k, None)
     return r
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
 def test_codec_decodes_golden_store_exactly(golden):
     table, findings = read_table(golden.store)
+    assert set(table.column("store").to_pylist()) == {str(golden.store)}
     got = [actual_row(r) for r in table.to_pylist()]
     want = [expected_row(m) for m in sorted(golden.messages, key=lambda m: m["physical_offset"])]
     assert len(got) == len(want)
@@ -69,9 +71,9 @@ def test_codec_decodes_golden_store_exactly(golden):
     assert damaged <= reported
 
 
-@pytest.mark.parametrize("column", RECORD_COLUMNS)
+@pytest.mark.parametrize("column", DECODED)
 def test_each_column_alone_decodes_as_in_the_full_read(column):
-    # a narrow read fills only the header fields its columns need (columns.fields_for): a field missing
+    # a narrow read fills only the header fields its columns need (record_schema.header_fields_for): a field missing
     # from that map would show here as an error or as different values
     store = next(g for g in GOLDENS if g.id == "5.5.1/propcrc").store
     full, _ = read_table(store)

@@ -9,9 +9,11 @@ import textwrap
 
 import pytest
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
 WRITE = textwrap.dedent("""
     import sys
-    from rocketstore_spark.codec.encode import synthetic_segment, tiled_segment_chunks
+    from tests.builders import synthetic_segment, tiled_segment_chunks
     seg, pos = synthetic_segment(32 << 20)
     with open(sys.argv[2], "wb") as f:
         for chunk in tiled_segment_chunks(seg, pos, int(sys.argv[1])):
@@ -19,15 +21,14 @@ WRITE = textwrap.dedent("""
 """)
 READ = textwrap.dedent("""
     import resource, sys
-    from rocketstore_spark.codec.columns import decode_columns, parse_delay_levels
-    from rocketstore_spark.store.records import RECORD_COLUMNS
+    from rocketstore_spark.codec.decoder import RecordDecoder
+    from rocketstore_spark.codec.record_schema import DECODED
     from rocketstore_spark.store.segment_reader import SegmentReader
-    delay, rows = parse_delay_levels(), 0
+    rows = 0
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    reader = SegmentReader(sys.argv[1], 0)
-    for raw in reader:
-        decode_columns(raw.buf, raw.header, raw.positions, set(RECORD_COLUMNS), delay)
-        rows += raw.header.n
+    reader = SegmentReader(sys.argv[1], 0, RecordDecoder(DECODED))
+    for decoded in reader:
+        rows += decoded.batch.num_rows
     assert reader.result.findings == [] and reader.result.stop.name == "BLANK", reader.result
     print(rows, baseline, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """)
@@ -35,7 +36,7 @@ READ = textwrap.dedent("""
 
 def decode_peak(tmp_path, size: int) -> tuple[int, int]:
     path = str(tmp_path / f"{0:020d}")
-    subprocess.run([sys.executable, "-c", WRITE, str(size), path], check=True)
+    subprocess.run([sys.executable, "-c", WRITE, str(size), path], check=True, cwd=ROOT)
     rows, baseline, peak = map(int, subprocess.run([sys.executable, "-c", READ, path], capture_output=True,
                                                    text=True, check=True).stdout.split())
     return rows, peak - baseline

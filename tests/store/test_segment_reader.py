@@ -7,11 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.encode import Message, SegmentWriter
+from rocketstore_spark.findings import StoreError
 from rocketstore_spark.store.discovery import discover
-from rocketstore_spark.store.findings import StoreError
 from rocketstore_spark.store.records import read_table
 from rocketstore_spark.store.segment_reader import SegmentReader
+from tests.builders import write_segments
 
 SEGMENT = 64 * 1024
 
@@ -20,7 +22,7 @@ def make_store(tmp_path, n=60, segment_size=SEGMENT):
     w = SegmentWriter(segment_size)
     placed = [w.append(Message(topic=f"T{i % 3}", body=bytes([i % 251]) * (50 + 37 * i % 900),
                                properties={"TAGS": f"t{i}", "KEYS": f"k{i}"})) for i in range(n)]
-    w.write(tmp_path / "commitlog")
+    write_segments(w, tmp_path / "commitlog")
     return placed
 
 
@@ -95,11 +97,12 @@ def test_discovery_reports_gaps_sizes_and_strays(tmp_path):
     (cl / "notes.txt").write_text("x")                           # a stray file
     checks = sorted(f.check for f in discover(tmp_path)[0].findings)
     assert checks == ["commitlog.gap", "commitlog.wrong_size", "store.stray_file"]
+    assert {f.severity for f in discover(tmp_path)[0].findings} == {"error", "warning"}
     with pytest.raises(FileNotFoundError, match="neither a RocketMQ store root"):
         discover(str(cl / "notes.txt"))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(1, SEGMENT - 1), max_size=6, unique=True))
 def test_any_split_points_give_the_same_records(tmp_path_factory, cuts):
     tmp = tmp_path_factory.mktemp("s")
@@ -108,7 +111,7 @@ def test_any_split_points_give_the_same_records(tmp_path_factory, cuts):
     bounds = [0, *sorted(cuts), SEGMENT]
     seen = []
     for start, end in zip(bounds, bounds[1:]):
-        for raw in SegmentReader(path, 0, start, end):
+        for raw in SegmentReader(path, 0, RecordDecoder(()), start, end):
             seen.extend(int(p) for p in raw.positions)
     assert seen == [p for p, _ in placed if p < SEGMENT]
 
@@ -116,13 +119,13 @@ def test_any_split_points_give_the_same_records(tmp_path_factory, cuts):
 def test_segment_gone_after_planning_is_a_finding(tmp_path):
     make_store(tmp_path, n=5)
     path = tmp_path / "commitlog" / f"{0:020d}"
-    reader = SegmentReader(str(path), 0)
+    reader = SegmentReader(str(path), 0, RecordDecoder(()))
     path.unlink()
     assert list(reader) == []
     f = reader.result.findings[0]
     assert f.check == "commitlog.unreadable" and f.file == str(path)
     with pytest.raises(StoreError, match="cannot open"):
-        list(SegmentReader(str(path), 0, strict=True))
+        list(SegmentReader(str(path), 0, RecordDecoder(()), strict=True))
 
 
 # ----------------------------------------------------------------------------- interleaved lanes
@@ -140,15 +143,16 @@ def lane_store(tmp_path_factory):
         placed.append(w.append(Message(topic=f"T{i % 3}", body=bytes([i % 251]) * (i * 7919 % 3000),
                                        properties={"TAGS": f"t{i}"})))
         i += 1
-    w.write(tmp / "commitlog")
+    write_segments(w, tmp / "commitlog")
     return tmp, [p for p, _ in placed if p < LANE_SEGMENT]
 
 
 def _read(path, lanes, start=0, end=None):
-    reader = SegmentReader(path, 0, start, end, lanes=lanes, batch_rows=65536, batch_bytes=1 << 62)
+    decoder = RecordDecoder(("queue_offset",), batch_rows=65536, lanes=lanes)
+    reader = SegmentReader(path, 0, decoder, start, end)
     batches = list(reader)
-    positions = [int(p) for raw in batches for p in raw.positions]
-    queue_offsets = [int(q) for raw in batches for q in raw.header.queue_offset]
+    positions = [int(p) for d in batches for p in d.positions]
+    queue_offsets = [q for d in batches for q in d.batch.column("queue_offset").to_pylist()]
     return positions, queue_offsets, reader.result
 
 
@@ -180,7 +184,7 @@ def test_lanes_fall_back_on_damage_with_the_same_findings(lane_store, tmp_path):
     assert four[2].findings[0].file_position == pos
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(1, LANE_SEGMENT - 1), max_size=3, unique=True))
 def test_lanes_with_any_split_points_give_the_same_records(lane_store, cuts):
     tmp, placed = lane_store
@@ -197,7 +201,7 @@ def test_lanes_overflowing_with_small_records_fall_back_to_the_plain_walk(tmp_pa
     placed = []
     while len(w.segments) == 1:                     # ~80 K records of ~100 bytes: more than a lane holds
         placed.append(w.append(Message(topic="T", body=b"x")))
-    w.write(tmp_path / "commitlog")
+    write_segments(w, tmp_path / "commitlog")
     path = str(tmp_path / "commitlog" / f"{0:020d}")
     expected = [p for p, _ in placed if p < LANE_SEGMENT]
     assert len(expected) > 4 * 16384

@@ -6,6 +6,9 @@ from pyspark.sql import functions as F
 
 from tests.codec.test_commitlog import millis
 from tests.golden.goldens import all_goldens, fastjson_loads
+import pytest
+
+pytestmark = pytest.mark.spark
 
 BY_ID = {g.id: g for g in all_goldens()}
 
@@ -90,10 +93,11 @@ def test_segments_share_partitions_one_per_core(spark):
 
 def test_segments_carry_layout_findings(spark, tmp_path):
     from rocketstore_spark.codec.encode import Message, SegmentWriter
+    from tests.builders import write_segments
     w = SegmentWriter(16 * 1024)
     for i in range(100):
         w.append(Message(topic="T", body=bytes(300)))
-    files = w.write(tmp_path / "commitlog")
+    files = write_segments(w, tmp_path / "commitlog")
     files[1].write_bytes(files[1].read_bytes()[:5000])          # one segment of the wrong size
     rows = {r.segment: r for r in spark.read.format("rocketmq_segments").load(str(tmp_path)).collect()}
     assert [f.check for f in rows[files[1].name].findings][0] == "commitlog.wrong_size"

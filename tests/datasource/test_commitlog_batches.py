@@ -1,23 +1,22 @@
-"""Arrow batch sizing of the rocketmq reader: small batches for wide rows, large ones for fixed-width rows."""
+"""The rocketmq source's executor side: Arrow batches with exactly the schema's columns, sized by row width."""
 from __future__ import annotations
 
-from pyspark.sql.pandas.types import to_arrow_schema
-
 from rocketstore_spark.codec.encode import Message, SegmentWriter
-from rocketstore_spark.datasource.batches import batch_limits, commitlog_batches
-from rocketstore_spark.datasource.options import Options
+from rocketstore_spark.datasource.commitlog import commitlog_batches
+from rocketstore_spark.datasource.options import CommitLogOptions
 from rocketstore_spark.datasource.planning import SegmentRange
 from rocketstore_spark.datasource.schemas import struct
+from tests.builders import write_segments
 
 
 def _batches(tmp_path, ddl, **options):
     w = SegmentWriter(4 << 20)
     for i in range(9000):
         w.append(Message(topic="T", body=bytes(i % 50)))
-    w.write(tmp_path / "commitlog")
+    write_segments(w, tmp_path / "commitlog")
     seg = tmp_path / "commitlog" / f"{0:020d}"
     rng = SegmentRange("s", str(seg), 0, 0, seg.stat().st_size)
-    return list(commitlog_batches(rng, struct(ddl), [], Options({"path": str(tmp_path), **options})))
+    return list(commitlog_batches(rng, struct(ddl), [], CommitLogOptions({"path": str(tmp_path), **options})))
 
 
 def test_fixed_width_rows_come_in_large_batches(tmp_path):
@@ -30,9 +29,7 @@ def test_rows_with_strings_come_in_4k_batches_and_batch_rows_overrides(tmp_path)
     assert [b.num_rows for b in _batches(tmp_path, "queue_offset BIGINT", batchRows="5000")] == [5000, 4000]
 
 
-def test_batch_limits():
-    wide = to_arrow_schema(struct("body BINARY, queue_id INT"), timezone="UTC")
-    narrow = to_arrow_schema(struct("body_crc_ok BOOLEAN, queue_id INT"), timezone="UTC")
-    assert batch_limits(wide, None) == (4096, 16 << 20, 1)
-    assert batch_limits(narrow, None)[0] == 65536 and batch_limits(narrow, None)[2] > 1
-    assert batch_limits(narrow, 10)[0] == 10
+def test_batches_hold_exactly_the_schema_columns_in_its_order(tmp_path):
+    batches = _batches(tmp_path, "store STRING, queue_offset BIGINT, topic STRING")
+    assert batches[0].schema.names == ["store", "queue_offset", "topic"]
+    assert batches[0].column("store").to_pylist()[:2] == ["s", "s"]

@@ -1,8 +1,12 @@
 """jobs/store_summary.py on golden stores, with a real local Spark session."""
 from collections import Counter
 
+import pytest
+
 from jobs import store_summary
 from tests.golden.goldens import all_goldens
+
+pytestmark = pytest.mark.spark
 
 BY_ID = {g.id: g for g in all_goldens()}
 

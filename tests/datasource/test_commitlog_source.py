@@ -6,8 +6,11 @@ import pytest
 from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.datasource.commitlog import RocketMQDataSource
 from rocketstore_spark.datasource.schemas import struct
+from tests.builders import write_segments
 from tests.codec.test_golden_decode import actual_row, expected_row
 from tests.golden.goldens import GOLDEN_ROOT, all_goldens
+
+pytestmark = pytest.mark.spark
 
 GOLDENS = all_goldens()
 BY_ID = {g.id: g for g in GOLDENS}
@@ -86,7 +89,7 @@ def test_splits_inside_large_segments_read_every_record_once(spark, tmp_path):
     w = SegmentWriter(3 << 20)
     placed = [w.append(Message(topic=f"T{i % 5}", body=bytes(200 + i % 3000), properties={"TAGS": "x"}))
               for i in range(4000)]
-    w.write(tmp_path / "commitlog")
+    write_segments(w, tmp_path / "commitlog")
     df = spark.read.format("rocketmq").option("splitSize", str(1 << 20)).schema("physical_offset BIGINT") \
         .load(str(tmp_path))
     assert df.rdd.getNumPartitions() == 3 * len(w.segments)

@@ -1,0 +1,77 @@
+"""What the table sources (everything but ``rocketmq`` itself) share: a source declared by its name, schema,
+options and reader; partitions that carry a store's file map to the executor; batches built with exactly
+the requested columns. Planning runs on the driver, ``read`` in Spark's Python workers.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from rocketstore_spark.datasource.options import Options
+from rocketstore_spark.datasource.schemas import check_schema
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def timestamp(ms: int | None):
+    """Epoch milliseconds as a UTC datetime for a Row (None stays None)."""
+    return None if ms is None else EPOCH + dt.timedelta(milliseconds=int(ms))
+
+
+@dataclass(frozen=True)
+class FilesPartition(InputPartition):
+    store: str
+    files: object         # layout.StoreMap of the store (None: an empty scan)
+    items: tuple          # source-specific: paths, or (topic, queue_id, dir)
+
+
+EMPTY = FilesPartition("", None, ())
+
+
+class TableSource(DataSource):
+    """A table source: subclasses set NAME, SCHEMA (DDL), OPTIONS (an options.Options class) and READER."""
+    NAME = ""
+    SCHEMA = ""
+    OPTIONS = Options
+    READER: type
+
+    @classmethod
+    def name(cls):
+        return cls.NAME
+
+    def schema(self):
+        return self.SCHEMA
+
+    def reader(self, schema):
+        check_schema(schema, self.SCHEMA, self.name())
+        return self.READER(self.OPTIONS(self.options, self.name()), schema)
+
+
+class TableReader(DataSourceReader):
+    def __init__(self, options: Options, schema):
+        self.options = options
+        self.schema = schema
+        self.columns = schema.names
+
+    def project(self, row: dict) -> tuple:
+        return tuple(row[c] for c in self.columns)
+
+    def to_batch(self, cols: dict):
+        """An Arrow batch with exactly the requested columns, in order (executor)."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+        return pa.RecordBatch.from_arrays([cols[c] for c in self.columns],
+                                          schema=to_arrow_schema(self.schema, timezone="UTC"))
+
+    def layouts(self):
+        from rocketstore_spark.store.discovery import discover
+        return discover(self.options.paths)
+
+
+class StoreTableReader(TableReader):
+    """One partition per store (small files: checkpoint, config)."""
+
+    def partitions(self):
+        return [FilesPartition(layout.name, layout.files, ()) for layout in self.layouts()] or [EMPTY]

@@ -1,0 +1,55 @@
+"""``spark.read.format("rocketmq_consumequeue")``: one row per written ConsumeQueue entry.
+
+Entries before the first one that fails RocketMQ's validity test, per file; fillers (below the first real
+entry of a queue that did not start at 0) are flagged. Up to 64 queues per partition. Planning lists the
+queue directories (driver); reading opens the files read-only (Spark's Python workers).
+"""
+from __future__ import annotations
+
+from rocketstore_spark.datasource.base import EMPTY, FilesPartition, TableReader, TableSource
+from rocketstore_spark.datasource.schemas import CONSUMEQUEUE_SCHEMA
+
+QUEUES_PER_PARTITION = 64
+
+
+class ConsumeQueueReader(TableReader):
+    def partitions(self):
+        parts = []
+        for layout in self.layouts():
+            queues = [(topic, queue_id, str(qdir)) for topic, queue_id, qdir in layout.files.queue_dirs()]
+            for i in range(0, len(queues), QUEUES_PER_PARTITION):
+                parts.append(FilesPartition(layout.name, layout.files, tuple(queues[i:i + QUEUES_PER_PARTITION])))
+        return parts or [EMPTY]
+
+    def read(self, partition: FilesPartition):
+        for topic, queue_id, qdir in partition.items:
+            yield from self._queue_batches(partition.store, topic, queue_id, qdir)
+
+    def _queue_batches(self, store, topic, queue_id, qdir):
+        import numpy as np
+        import pyarrow as pa
+
+        from rocketstore_spark.codec.arrow import bool_array, fixed_array
+        from rocketstore_spark.store.queues import read_queue
+        for chunk in read_queue(qdir):
+            n = len(chunk.entries)
+            cols = {
+                "store": pa.repeat(pa.scalar(store, pa.string()), n),
+                "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
+                "queue_id": fixed_array(np.full(n, queue_id, dtype=np.int32)),
+                "queue_offset": fixed_array(chunk.queue_offsets),
+                "physical_offset": fixed_array(chunk.entries["commit_log_offset"].astype(np.int64)),
+                "size": fixed_array(chunk.entries["size"].astype(np.int32)),
+                "tags_code": fixed_array(chunk.entries["tags_code"].astype(np.int64)),
+                "is_filler": bool_array(chunk.fillers),
+                "file": pa.repeat(pa.scalar(chunk.file, pa.string()), n),
+                "file_position": fixed_array(chunk.file_positions),
+            }
+            yield self.to_batch(cols)
+
+
+class ConsumeQueueDataSource(TableSource):
+    """One row per written ConsumeQueue entry (see module docstring)."""
+    NAME = "rocketmq_consumequeue"
+    SCHEMA = CONSUMEQUEUE_SCHEMA
+    READER = ConsumeQueueReader

@@ -1,0 +1,82 @@
+"""``spark.read.format("rocketmq_index")``: one row per IndexFile entry; ``rocketmq_index_header``: one row
+per IndexFile (its header and geometry).
+
+Option ``hashSlotNum`` (the broker's maxHashSlotNum, default 5,000,000) fixes the geometry. One partition per
+IndexFile; planning lists the files (driver), reading opens them read-only (Spark's Python workers).
+"""
+from __future__ import annotations
+
+import os
+
+from rocketstore_spark.datasource.base import EMPTY, FilesPartition, TableReader, TableSource, timestamp
+from rocketstore_spark.datasource.options import IndexOptions
+from rocketstore_spark.datasource.schemas import INDEX_HEADER_SCHEMA, INDEX_SCHEMA
+
+
+class _IndexFilesReader(TableReader):
+    def partitions(self):
+        parts = [FilesPartition(layout.name, layout.files, (str(f),))
+                 for layout in self.layouts() for f in layout.files.index_files()]
+        return parts or [EMPTY]
+
+
+class IndexHeaderReader(_IndexFilesReader):
+    def read(self, partition: FilesPartition):
+        if not partition.items:
+            return
+        from rocketstore_spark.store.indexes import read_index_file
+        idx = read_index_file(partition.items[0], self.options.hash_slot_num, entries=False)
+        h = idx.header
+        yield self.project({
+            "store": partition.store, "file": os.path.basename(idx.path), "file_size": idx.file_size,
+            "begin_timestamp": timestamp(h["begin_timestamp"]), "end_timestamp": timestamp(h["end_timestamp"]),
+            "begin_phy_offset": h["begin_phy_offset"], "end_phy_offset": h["end_phy_offset"],
+            "hash_slot_count": h["hash_slot_count"], "index_count": h["index_count"],
+            "hash_slot_num": idx.geometry.hash_slot_num if idx.geometry else None,
+            "index_num": idx.geometry.index_num if idx.geometry else None,
+        })
+
+
+class IndexReader(_IndexFilesReader):
+    def read(self, partition: FilesPartition):
+        if not partition.items:
+            return
+        import numpy as np
+        import pyarrow as pa
+
+        from rocketstore_spark.codec.arrow import TIMESTAMP_TYPE, fixed_array
+        from rocketstore_spark.store.indexes import read_index_file
+        idx = read_index_file(partition.items[0], self.options.hash_slot_num, entries=True)
+        e = idx.entries
+        n = len(e)
+        if n == 0:
+            return
+        begin = int(idx.header["begin_timestamp"])
+        cols = {
+            "store": pa.repeat(pa.scalar(partition.store, pa.string()), n),
+            "file": pa.repeat(pa.scalar(os.path.basename(idx.path), pa.string()), n),
+            "entry_index": fixed_array(np.arange(1, n + 1, dtype=np.int32)),
+            "slot": fixed_array((e["key_hash"].astype(np.int64) % idx.geometry.hash_slot_num).astype(np.int32)),
+            "key_hash": fixed_array(e["key_hash"].astype(np.int32)),
+            "physical_offset": fixed_array(e["phy_offset"].astype(np.int64)),
+            "time_diff": fixed_array(e["time_diff"].astype(np.int32)),
+            "prev_index": fixed_array(e["prev_index"].astype(np.int32)),
+            "store_time": fixed_array((begin + e["time_diff"].astype(np.int64) * 1000) * 1000, TIMESTAMP_TYPE),
+        }
+        yield self.to_batch(cols)
+
+
+class IndexDataSource(TableSource):
+    """One row per IndexFile entry (see module docstring)."""
+    NAME = "rocketmq_index"
+    SCHEMA = INDEX_SCHEMA
+    OPTIONS = IndexOptions
+    READER = IndexReader
+
+
+class IndexHeaderDataSource(TableSource):
+    """One row per IndexFile: its header and geometry (see module docstring)."""
+    NAME = "rocketmq_index_header"
+    SCHEMA = INDEX_HEADER_SCHEMA
+    OPTIONS = IndexOptions
+    READER = IndexHeaderReader

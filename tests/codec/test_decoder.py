@@ -1,0 +1,126 @@
+"""The record decoder, sans-I/O: plain byte strings in, Arrow batches and the walk's stop out."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from rocketstore_spark.codec.commitlog import Stop
+from rocketstore_spark.codec.decoder import DEFAULT_BATCH_ROWS, FIXED_WIDTH_BATCH_ROWS, RecordDecoder
+from rocketstore_spark.codec.encode import Message, encode_blank, encode_record
+from rocketstore_spark.codec.record_schema import DECODED
+
+BASE = 1 << 30          # the segment's base offset: records carry base + position as PHYSICALOFFSET
+
+
+def records(n: int, base: int = BASE, start: int = 0) -> tuple[bytes, list[int]]:
+    out, positions = bytearray(), []
+    for i in range(n):
+        positions.append(start + len(out))
+        out += encode_record(Message(topic=f"T{i}", body=bytes([i]) * (10 + i), queue_id=i % 4, queue_offset=i,
+                                     properties={"TAGS": f"t{i}", "KEYS": f"k{i} x"}), base + start + len(out))
+    return bytes(out), positions
+
+
+def window(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def test_a_window_of_records_decodes_every_column_and_ends_at_the_blank():
+    data, positions = records(5)
+    tail = encode_blank(4096 - len(data))
+    seg = window(data + tail + bytes(4096 - len(data) - len(tail)))
+    d = RecordDecoder(DECODED).decode(seg, 0, len(seg), BASE, 0, len(seg))
+    assert d.stop == Stop.BLANK and d.next_position == len(data)
+    assert d.positions.tolist() == positions
+    rows = d.batch.to_pylist()
+    assert [r["topic"] for r in rows] == [f"T{i}" for i in range(5)]
+    assert [r["physical_offset"] for r in rows] == [BASE + p for p in positions]
+    assert [r["keys"] for r in rows] == [[f"k{i}", "x"] for i in range(5)]
+    assert all(r["body_crc_ok"] and r["stored_physical_offset"] == r["physical_offset"] for r in rows)
+    assert d.batch.schema.names == list(DECODED)
+
+
+def test_columns_come_in_the_requested_order_and_only_those():
+    data, _ = records(3)
+    seg = window(data + bytes(8))
+    d = RecordDecoder(("tags", "queue_id", "file_position")).decode(seg, 0, len(seg), BASE, 0, len(seg))
+    assert d.batch.schema.names == ["tags", "queue_id", "file_position"]
+    assert d.batch.column("tags").to_pylist() == ["t0", "t1", "t2"]
+    assert d.stop == Stop.ZERO
+
+
+def test_a_record_past_the_window_asks_for_more_and_decodes_from_a_later_window():
+    data, positions = records(4)
+    cut = positions[2] + 30                                  # the third record continues past the window
+    d = RecordDecoder(("queue_offset",)).decode(window(data[:cut]), 0, len(data), BASE, 0, len(data))
+    assert d.stop == Stop.NEED_MORE and d.next_position == positions[2] and d.n == 2
+    later = window(data[positions[2]:])                      # the caller maps a window from there
+    d2 = RecordDecoder(("queue_offset",)).decode(later, positions[2], len(data), BASE, positions[2], len(data))
+    assert d2.batch.column("queue_offset").to_pylist() == [2, 3]
+    assert d2.stop == Stop.LIMIT and d2.next_position == len(data)          # the range ends at the limit
+
+
+def test_windows_at_any_file_position_give_file_positions():
+    data, positions = records(3, start=1000)
+    d = RecordDecoder(("file_position", "physical_offset")).decode(window(data), 1000, 1000 + len(data), BASE,
+                                                                   1000, 1000 + len(data))
+    assert d.batch.column("file_position").to_pylist() == positions
+    assert d.batch.column("physical_offset").to_pylist() == [BASE + p for p in positions]
+
+
+@pytest.mark.parametrize("damage,stop", [
+    (struct.pack(">ii", 200, 0x12345678), Stop.BAD_MAGIC),
+    (struct.pack(">i", 10), Stop.BAD_LENGTH),
+    (struct.pack(">i", 95), Stop.LENGTH_MISMATCH),
+])
+def test_damage_stops_the_walk_where_the_damaged_record_starts(damage, stop):
+    data, positions = records(4)
+    raw = bytearray(data)
+    raw[positions[2]:positions[2] + len(damage)] = damage
+    d = RecordDecoder(("queue_offset",)).decode(window(bytes(raw)), 0, len(raw), BASE, 0, len(raw))
+    assert d.stop == stop and d.stop.is_damage and d.next_position == positions[2]
+    assert d.batch.column("queue_offset").to_pylist() == [0, 1]
+
+
+def test_limit_ends_the_walk_at_the_first_record_starting_past_it():
+    data, positions = records(5)
+    d = RecordDecoder(("queue_offset",)).decode(window(data), 0, len(data), BASE, 0, positions[3])
+    assert d.stop == Stop.LIMIT and d.next_position == positions[3] and d.n == 3
+
+
+def test_batch_budget_splits_a_window_into_several_calls():
+    data, positions = records(10)
+    dec = RecordDecoder(("topic",), batch_rows=4)
+    seen, stops, pos = [], [], 0
+    while not stops or stops[-1] == Stop.LIMIT:
+        d = dec.decode(window(data), 0, len(data), BASE, pos, len(data) + 1)
+        seen += d.batch.column("topic").to_pylist()
+        stops.append(d.stop)
+        pos = d.next_position
+    assert seen == [f"T{i}" for i in range(10)]
+    assert stops == [Stop.LIMIT, Stop.LIMIT, Stop.END_OF_FILE]           # 4 + 4 + 2 rows
+
+
+def test_batch_size_follows_row_width():
+    assert RecordDecoder(("body", "queue_id")).batch_rows == DEFAULT_BATCH_ROWS
+    narrow = RecordDecoder(("body_crc_ok", "queue_id"))
+    assert narrow.batch_rows == FIXED_WIDTH_BATCH_ROWS and narrow.lanes > 1
+    assert RecordDecoder(("queue_id",), batch_rows=10).batch_rows == 10
+
+
+def test_unknown_and_context_columns_are_refused():
+    with pytest.raises(ValueError, match="unknown CommitLog column"):
+        RecordDecoder(("queue_idd",))
+    with pytest.raises(ValueError, match="filled by the reader"):
+        RecordDecoder(("store", "topic"))
+
+
+def test_header_fields_nobody_asked_for_are_not_there():
+    data, _ = records(2)
+    d = RecordDecoder(("queue_id",), extra_fields=("store_timestamp",)).decode(window(data), 0, len(data), BASE,
+                                                                                0, len(data))
+    assert d.header.store_timestamp.tolist() == [1_700_000_000_123] * 2
+    with pytest.raises(AttributeError, match="was not decoded"):
+        d.header.body_pos

@@ -1,0 +1,44 @@
+"""The store map owns every file name; odd entries (links that loop, names beyond int64, special files)
+are left out of listings instead of crashing them."""
+from __future__ import annotations
+
+import os
+
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.layout import StoreMap, parse_offset_name, segment_name
+
+
+def test_names():
+    m = StoreMap.of_root("/data/store")
+    assert str(m.segment_path(1 << 30)) == "/data/store/commitlog/00000000001073741824"
+    assert str(m.checkpoint_path) == "/data/store/checkpoint" and str(m.abort_path) == "/data/store/abort"
+    assert [p.name for p in m.consumer_offsets_paths()] == ["consumerOffset.json", "consumerOffset.json.bak"]
+    bare = StoreMap(None, m.commitlog_dir)
+    assert bare.checkpoint_path is None and bare.consumer_offsets_paths() == () and bare.index_files() == []
+    assert segment_name(0) == "0" * 20 and parse_offset_name("0" * 19 + "5") == 5
+    assert parse_offset_name("9" * 20) is None and parse_offset_name("123") is None
+
+
+def test_odd_entries_in_commitlog_are_findings_not_crashes(tmp_path):
+    cl = tmp_path / "commitlog"
+    cl.mkdir()
+    (cl / segment_name(0)).write_bytes(bytes(4096))
+    os.symlink(segment_name(4096), cl / segment_name(4096))          # a link to itself: a loop
+    (cl / ("9" * 20)).write_bytes(bytes(4096))                       # a name beyond int64
+    os.mkfifo(cl / segment_name(8192))                               # a FIFO named like a segment
+    layout = discover(tmp_path)[0]
+    assert [s.base_offset for s in layout.segments] == [0]
+    assert sorted(f.check for f in layout.findings) == ["store.stray_entry", "store.stray_entry", "store.stray_file"]
+
+
+def test_queue_files_skip_what_is_not_a_regular_offset_named_file(tmp_path):
+    q = tmp_path / "consumequeue" / "T" / "0"
+    q.mkdir(parents=True)
+    (q / segment_name(6000)).write_bytes(bytes(20))
+    (q / segment_name(0)).write_bytes(bytes(20))
+    (q / segment_name(12000)).mkdir()
+    os.mkfifo(q / segment_name(18000))
+    (q / ("9" * 20)).write_bytes(bytes(20))
+    m = StoreMap.of_root(tmp_path)
+    assert [o for _, o in m.queue_files(q)] == [0, 6000]
+    assert m.queue_dirs() == [("T", 0, q)]
