@@ -312,7 +312,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
     return lane_counts.sum(), pos[lanes - 1], last_stop
 
 
-# Header fields: index into decode_header's ``slots`` (HEADER_FIELDS names them in this order). The *_pos
+# Header fields: index into decode_header's ``want`` and ``out`` (HEADER_FIELDS names them in this order). The *_pos
 # fields are buffer indices of a record's parts (valid only with the buffer they were decoded from).
 H_TOTAL_SIZE = 0
 H_MAGIC_CODE = 1
@@ -339,75 +339,87 @@ HEADER_FIELDS = (
     "sys_flag", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
     "born_host_pos", "store_host_pos", "body_pos", "body_len", "topic_pos", "topic_len", "props_pos", "props_len",
 )
+# int32 where the record stores an int32 (half the bytes to write; Arrow takes them as they are)
+HEADER_DTYPES = tuple(np.dtype(np.int32) if name in ("total_size", "magic_code", "body_crc", "queue_id", "flag",
+                                                     "sys_flag", "reconsume_times") else np.dtype(np.int64)
+                      for name in HEADER_FIELDS)
 
 
 @numba.njit(cache=True, nogil=True)
-def decode_header(buf, buf_file_pos, positions, n, slots, out):
-    """Header fields of the walked records at ``positions[:n]``: field f of record r goes to
-    ``out[slots[f], r]`` (int64) when ``slots[f] >= 0``; fields nobody asked for are not decoded (a
-    header-only scan does not pay for layout() or stores nobody reads)."""
-    s_total, s_magic, s_crc, s_qid = slots[H_TOTAL_SIZE], slots[H_MAGIC_CODE], slots[H_BODY_CRC], slots[H_QUEUE_ID]
-    s_flag, s_qoff, s_phys = slots[H_FLAG], slots[H_QUEUE_OFFSET], slots[H_STORED_PHYSICAL_OFFSET]
-    s_sys, s_born, s_store = slots[H_SYS_FLAG], slots[H_BORN_TIMESTAMP], slots[H_STORE_TIMESTAMP]
-    s_recon, s_prep = slots[H_RECONSUME_TIMES], slots[H_PREPARED_TRANSACTION_OFFSET]
-    s_bhost, s_shost = slots[H_BORN_HOST_POS], slots[H_STORE_HOST_POS]
-    s_bpos, s_blen, s_tpos, s_tlen = slots[H_BODY_POS], slots[H_BODY_LEN], slots[H_TOPIC_POS], slots[H_TOPIC_LEN]
-    s_ppos, s_plen = slots[H_PROPS_POS], slots[H_PROPS_LEN]
-    spans = s_bpos >= 0 or s_blen >= 0 or s_tpos >= 0 or s_tlen >= 0 or s_ppos >= 0 or s_plen >= 0
+def decode_header(buf, buf_file_pos, positions, n, want, out):
+    """Header fields of the walked records at ``positions[:n]``: field f (an H_* index) of record r goes to
+    ``out[f][r]`` when ``want[f]``; ``out`` is a tuple of typed arrays (HEADER_DTYPES), empty for the fields
+    nobody asked for, which are not decoded (a header-only scan does not pay for layout() or stores nobody
+    reads)."""
+    w_total, w_magic, w_crc, w_qid = want[H_TOTAL_SIZE], want[H_MAGIC_CODE], want[H_BODY_CRC], want[H_QUEUE_ID]
+    w_flag, w_qoff, w_phys = want[H_FLAG], want[H_QUEUE_OFFSET], want[H_STORED_PHYSICAL_OFFSET]
+    w_sys, w_born, w_store = want[H_SYS_FLAG], want[H_BORN_TIMESTAMP], want[H_STORE_TIMESTAMP]
+    w_recon, w_prep = want[H_RECONSUME_TIMES], want[H_PREPARED_TRANSACTION_OFFSET]
+    w_bhost, w_shost = want[H_BORN_HOST_POS], want[H_STORE_HOST_POS]
+    w_bpos, w_blen, w_tpos, w_tlen = want[H_BODY_POS], want[H_BODY_LEN], want[H_TOPIC_POS], want[H_TOPIC_LEN]
+    w_ppos, w_plen = want[H_PROPS_POS], want[H_PROPS_LEN]
+    spans = w_bpos or w_blen or w_tpos or w_tlen or w_ppos or w_plen
+    o_total, o_magic, o_crc, o_qid = out[H_TOTAL_SIZE], out[H_MAGIC_CODE], out[H_BODY_CRC], out[H_QUEUE_ID]
+    o_flag, o_qoff, o_phys = out[H_FLAG], out[H_QUEUE_OFFSET], out[H_STORED_PHYSICAL_OFFSET]
+    o_sys, o_born, o_store = out[H_SYS_FLAG], out[H_BORN_TIMESTAMP], out[H_STORE_TIMESTAMP]
+    o_recon, o_prep = out[H_RECONSUME_TIMES], out[H_PREPARED_TRANSACTION_OFFSET]
+    o_bhost, o_shost = out[H_BORN_HOST_POS], out[H_STORE_HOST_POS]
+    o_bpos, o_blen, o_tpos, o_tlen = out[H_BODY_POS], out[H_BODY_LEN], out[H_TOPIC_POS], out[H_TOPIC_LEN]
+    o_ppos, o_plen = out[H_PROPS_POS], out[H_PROPS_LEN]
     for r in range(n):
         p = positions[r] - buf_file_pos
         total = be32(buf, p)
         magic = be32(buf, p + POS_MAGIC)
         sf = be32(buf, p + POS_SYS_FLAG)
         bh, sh = host_lengths(sf)
-        if s_total >= 0:
-            out[s_total, r] = total
-        if s_magic >= 0:
-            out[s_magic, r] = magic
-        if s_crc >= 0:
-            out[s_crc, r] = be32(buf, p + POS_BODY_CRC)
-        if s_qid >= 0:
-            out[s_qid, r] = be32(buf, p + POS_QUEUE_ID)
-        if s_flag >= 0:
-            out[s_flag, r] = be32(buf, p + POS_FLAG)
-        if s_qoff >= 0:
-            out[s_qoff, r] = be64(buf, p + POS_QUEUE_OFFSET)
-        if s_phys >= 0:
-            out[s_phys, r] = be64(buf, p + POS_PHYSICAL_OFFSET)
-        if s_sys >= 0:
-            out[s_sys, r] = sf
-        if s_born >= 0:
-            out[s_born, r] = be64(buf, p + POS_BORN_TIMESTAMP)
-        if s_store >= 0:
-            out[s_store, r] = be64(buf, p + POS_STORE_TIMESTAMP_BH + bh)
-        if s_recon >= 0:
-            out[s_recon, r] = be32(buf, p + POS_RECONSUME_TIMES_BH_SH + bh + sh)
-        if s_prep >= 0:
-            out[s_prep, r] = be64(buf, p + POS_PREPARED_OFFSET_BH_SH + bh + sh)
-        if s_bhost >= 0:
-            out[s_bhost, r] = p + POS_BORN_HOST
-        if s_shost >= 0:
-            out[s_shost, r] = p + POS_STORE_HOST_BH + bh
+        if w_total:
+            o_total[r] = total
+        if w_magic:
+            o_magic[r] = magic
+        if w_crc:
+            o_crc[r] = be32(buf, p + POS_BODY_CRC)
+        if w_qid:
+            o_qid[r] = be32(buf, p + POS_QUEUE_ID)
+        if w_flag:
+            o_flag[r] = be32(buf, p + POS_FLAG)
+        if w_qoff:
+            o_qoff[r] = be64(buf, p + POS_QUEUE_OFFSET)
+        if w_phys:
+            o_phys[r] = be64(buf, p + POS_PHYSICAL_OFFSET)
+        if w_sys:
+            o_sys[r] = sf
+        if w_born:
+            o_born[r] = be64(buf, p + POS_BORN_TIMESTAMP)
+        if w_store:
+            o_store[r] = be64(buf, p + POS_STORE_TIMESTAMP_BH + bh)
+        if w_recon:
+            o_recon[r] = be32(buf, p + POS_RECONSUME_TIMES_BH_SH + bh + sh)
+        if w_prep:
+            o_prep[r] = be64(buf, p + POS_PREPARED_OFFSET_BH_SH + bh + sh)
+        if w_bhost:
+            o_bhost[r] = p + POS_BORN_HOST
+        if w_shost:
+            o_shost[r] = p + POS_STORE_HOST_BH + bh
         if spans:
             bp, bl, tp, tl, pp, pl = layout(buf, p, total, magic)
-            if s_bpos >= 0:
-                out[s_bpos, r] = p + bp
-            if s_blen >= 0:
-                out[s_blen, r] = bl
-            if s_tpos >= 0:
-                out[s_tpos, r] = p + tp
-            if s_tlen >= 0:
-                out[s_tlen, r] = tl
-            if s_ppos >= 0:
-                out[s_ppos, r] = p + pp
-            if s_plen >= 0:
-                out[s_plen, r] = pl
+            if w_bpos:
+                o_bpos[r] = p + bp
+            if w_blen:
+                o_blen[r] = bl
+            if w_tpos:
+                o_tpos[r] = p + tp
+            if w_tlen:
+                o_tlen[r] = tl
+            if w_ppos:
+                o_ppos[r] = p + pp
+            if w_plen:
+                o_plen[r] = pl
 
 
 class HeaderColumns:
-    """Header fields of n decoded records (numpy int64 views of one [fields, n] array, filled by
-    decode_header). Only the requested fields exist; reading another raises AttributeError, so code that
-    uses a field nobody decoded fails loudly. Runs wherever records are decoded."""
+    """Header fields of n decoded records (typed numpy arrays filled by decode_header). Only the requested
+    fields exist; reading another raises AttributeError, so code that uses a field nobody decoded fails
+    loudly. Runs wherever records are decoded."""
 
     def __init__(self, n: int, fields: frozenset[str]):
         unknown = set(fields) - set(HEADER_FIELDS)
@@ -415,21 +427,19 @@ class HeaderColumns:
             raise ValueError(f"unknown header fields {sorted(unknown)}")
         self.n = n
         self.fields = frozenset(fields)
-        self.slots = np.full(len(HEADER_FIELDS), -1, dtype=np.int64)
-        names = [f for f in HEADER_FIELDS if f in self.fields]
-        for row, name in enumerate(names):
-            self.slots[HEADER_FIELDS.index(name)] = row
-        self.data = np.empty((len(names), n), dtype=np.int64)
-        self._rows = {name: row for row, name in enumerate(names)}
+        self.want = np.array([name in self.fields for name in HEADER_FIELDS], dtype=np.bool_)
+        self.arrays = tuple(np.empty(n if wanted else 0, dtype=dtype)
+                            for wanted, dtype in zip(self.want, HEADER_DTYPES))
+        self._by_name = {name: arr for name, arr, wanted in zip(HEADER_FIELDS, self.arrays, self.want) if wanted}
 
     def __getattr__(self, name: str) -> np.ndarray:
-        rows = self.__dict__.get("_rows", {})
-        if name in rows:
-            return self.data[rows[name]]
-        raise AttributeError(f"header field {name!r} was not decoded (decoded: {sorted(rows)})")
+        by_name = self.__dict__.get("_by_name", {})
+        if name in by_name:
+            return by_name[name]
+        raise AttributeError(f"header field {name!r} was not decoded (decoded: {sorted(by_name)})")
 
     def decode(self, buf, buf_file_pos: int, positions: np.ndarray) -> "HeaderColumns":
-        decode_header(buf, buf_file_pos, positions, self.n, self.slots, self.data)
+        decode_header(buf, buf_file_pos, positions, self.n, self.want, self.arrays)
         return self
 
 

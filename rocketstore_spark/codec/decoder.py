@@ -142,7 +142,8 @@ class RecordDecoder:
             out["physical_offset"] = fixed_array(physical)
         for name, field in _INT32_COLUMNS.items():
             if name in wanted:
-                out[name] = fixed_array(getattr(h, field).astype(np.int32))
+                values = getattr(h, field)
+                out[name] = fixed_array(values if values.dtype == np.int32 else values.astype(np.int32))
         for name in _INT64_COLUMNS:
             if name in wanted:
                 out[name] = fixed_array(getattr(h, name))
