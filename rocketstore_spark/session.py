@@ -16,6 +16,19 @@ from pathlib import Path
 
 JARS_DIR = Path(os.environ.get("ROCKETSTORE_JARS", Path(__file__).resolve().parents[1] / "jars"))
 
+# The one place for the Spark settings the sources rely on (conf/spark-defaults.conf holds only deployment
+# settings): Python filter pushdown, UTC timestamps, a small shuffle for store-sized aggregations.
+SESSION_SETTINGS = {
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "8",
+}
+DELTA_SETTINGS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
 
 def delta_jars() -> list[str]:
     jars = sorted(glob.glob(str(JARS_DIR / "*.jar")))
@@ -41,18 +54,12 @@ def get_spark(app_name: str = "rocketstore-spark", master: str | None = None, de
         builder = builder.master(master)
     elif submitted is None or not submitted.contains("spark.master"):
         builder = builder.master("local[*]")
-    settings = {
-        "spark.sql.python.filterPushdown.enabled": "true",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "8",
-    }
+    settings = dict(SESSION_SETTINGS)
     if delta:
         existing = [j for j in (submitted.get("spark.jars", "") if submitted else "").split(",") if j]
         if not any("delta-spark" in j for j in existing):
             settings["spark.jars"] = ",".join(existing + delta_jars())
-        settings["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
-        settings["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        settings.update(DELTA_SETTINGS)
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -1,4 +1,4 @@
-"""The ``checkpoint`` file (store-format.md §6.1): one 4 KiB page of big-endian int64 fields.
+"""The ``checkpoint`` file (docs/format/checkpoint.md): one 4 KiB page of big-endian int64 fields.
 
      0 physic_msg_timestamp   8 logics_msg_timestamp   16 index_msg_timestamp       (all versions)
     24 master_flushed_offset  32 confirm_phy_offset                                   (5.x)

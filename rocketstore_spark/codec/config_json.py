@@ -1,4 +1,4 @@
-"""RocketMQ's ``config/*.json`` files as the broker writes them (store-format.md §1.5, §8).
+"""RocketMQ's ``config/*.json`` files as the broker writes them (docs/format/checkpoint.md).
 
 fastjson writes integer map keys unquoted (``{0:250,1:248}``), which ``json.loads`` rejects; the keys are
 quoted first. ``consumerOffset.json`` maps ``"topic@group"`` to ``{queueId: next offset to consume}``;

@@ -1,4 +1,4 @@
-"""ConsumeQueue files (store-format.md §4): fixed 20-byte entries, big-endian.
+"""ConsumeQueue files (docs/format/consumequeue.md): fixed 20-byte entries, big-endian.
 
      0  commit_log_offset  int64   physical offset of the record
      8  size               int32   its TOTALSIZE
@@ -15,7 +15,7 @@ import numpy as np
 ENTRY_SIZE = 20
 ENTRY_DTYPE = np.dtype([("commit_log_offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
 FILLER_SIZE = 0x7FFFFFFF
-EXT_ADDRESS_MAX = -2147483649     # tagsCode <= this is a ConsumeQueueExt address (§4.5)
+EXT_ADDRESS_MAX = -2147483649     # tagsCode <= this is a ConsumeQueueExt address (docs/format/consumequeue.md)
 assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
 
 

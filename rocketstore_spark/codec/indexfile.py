@@ -1,4 +1,4 @@
-"""IndexFile (store-format.md §5): a 40-byte header, ``hash_slot_num`` int32 slots, ``index_num`` 20-byte
+"""IndexFile (docs/format/indexfile.md): a 40-byte header, ``hash_slot_num`` int32 slots, ``index_num`` 20-byte
 entries; all big-endian. The geometry comes from the broker's configuration (maxHashSlotNum, maxIndexNum),
 not from the file: ``geometry_from_size`` recovers it when the slot count is known.
 

@@ -2,7 +2,7 @@
 
 RocketMQ hashes Java strings (UTF-16 code units): the ConsumeQueue tagsCode is ``TAGS.hashCode()``
 sign-extended to 64 bits, and IndexFile keys use ``abs(hashCode)`` with ``Integer.MIN_VALUE -> 0``
-(store-format.md §3.4, §5.3). The bytes on disk are UTF-8, so this decodes UTF-8 to UTF-16 code units on
+(docs/format/consumequeue.md, docs/format/indexfile.md). The bytes on disk are UTF-8, so this decodes UTF-8 to UTF-16 code units on
 the fly (supplementary characters become surrogate pairs; a malformed byte counts as U+FFFD, as Java's
 decoder replaces it). Pure and compiled; runs wherever it is called.
 """

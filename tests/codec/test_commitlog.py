@@ -17,7 +17,7 @@ from tests.strategies import messages
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
-# store-format.md §9.3 (a v1 record, cross-checked there against RocketMQ's MessageDecoder)
+# a v1 record, cross-checked against RocketMQ's MessageDecoder (docs/format/commitlog.md, test vectors)
 SPEC_V1 = bytes.fromhex(
     "000000bfdaa320a769c865ed00000001000000000000000000000005000000"
     "00400000b0000000000000018bcfe56800c0a8000a0000d431"
@@ -39,7 +39,7 @@ def test_encoder_writes_the_spec_vector():
 
 
 def test_crc32_property_vector():
-    """§9.5: 5.x record with __CRC32#, digits least-significant first, over the record minus 20 bytes."""
+    """5.x record with __CRC32#, digits least-significant first, over the record minus 20 bytes."""
     m = Message(topic="TopicTest", body=b"Hello RocketMQ", born_host=("192.168.0.10", 54321),
                 store_host=("192.168.0.1", 10911), properties={"TAGS": "TagA"}, crc32_property=True)
     rec = encode_record(m, 0)
@@ -88,7 +88,7 @@ def test_round_trip_every_field(tmp_path_factory, msgs):
         assert r["prepared_transaction_offset"] == m.prepared_transaction_offset
         assert millis(r["born_timestamp"]) == m.born_timestamp
         assert millis(r["store_timestamp"]) == m.store_timestamp
-        # RocketMQ drops properties with an empty value when parsing (§2.8)
+        # RocketMQ drops properties with an empty value when parsing (docs/format/commitlog.md)
         assert dict(r["properties"]) == {k: v for k, v in m.properties.items() if v}
         assert r["tags"] == (m.properties.get("TAGS"))
         assert r["keys"] == [k for k in m.properties.get("KEYS", "").split(" ") if k]
@@ -100,7 +100,7 @@ def test_round_trip_every_field(tmp_path_factory, msgs):
 
 
 def test_property_parsing_follows_rocketmq_rules(tmp_path):
-    """§2.8: pieces shorter than 3 ignored, empty names/values dropped, 0x01 allowed in values, duplicates
+    """Properties (docs/format/commitlog.md): pieces shorter than 3 ignored, empty names/values dropped, 0x01 allowed in values, duplicates
     overwrite, a final piece without 0x02 accepted."""
     raw = "A\x01\x02\x01x\x02ab\x02k\x01v\x01w\x02dup\x011\x02dup\x012\x02TAGS\x01T1\x02last\x01end"
     m = Message(topic="T", properties={})
@@ -117,7 +117,7 @@ def test_property_parsing_follows_rocketmq_rules(tmp_path):
 
 
 def test_delay_topic_tags_code_is_delivery_time(tmp_path):
-    """§9.6: delay level 3 stored at 1,700,000,000,123 → tagsCode 1,700,000,010,123; levels clamp to 18."""
+    """Delay level 3 stored at 1,700,000,000,123 → tagsCode 1,700,000,010,123; levels clamp to 18."""
     msgs = [Message(topic="SCHEDULE_TOPIC_XXXX", queue_id=2, properties={"DELAY": "3", "TAGS": "x"}),
             Message(topic="SCHEDULE_TOPIC_XXXX", queue_id=17, properties={"DELAY": "25"}),
             Message(topic="OtherTopic", properties={"DELAY": "3", "TAGS": "x"})]
@@ -127,7 +127,7 @@ def test_delay_topic_tags_code_is_delivery_time(tmp_path):
 
 
 def test_java_hash_vectors():
-    """§9.1."""
+    """Java String.hashCode vectors (docs/format/indexfile.md)."""
     assert java_hash("TopicTest#KEY1") == -1_656_969_516
     assert java_hash("TopicTest#😀") == 4_515_557
     assert java_hash("TopicTest#键") == 1_247_052_652
@@ -182,3 +182,13 @@ def test_crc32_uses_libdeflate():
     # the pinned deflate package is a dependency: falling back to the slow table would be a silent regression
     from rocketstore_spark.codec import native
     assert native.HAVE_LIBDEFLATE
+
+
+def test_an_empty_body_has_no_crc_check(tmp_path):
+    """RocketMQ verifies BODYCRC only for a non-empty body: whatever an empty body's stored CRC, it passes."""
+    from rocketstore_spark.verify.segments import scan_segment
+    write_store(tmp_path, [Message(topic="T", body=b"", body_crc=12345), Message(topic="T", body=b"x", body_crc=7)])
+    table, _ = read_table(tmp_path, columns=("body_crc_ok",))
+    assert table.column("body_crc_ok").to_pylist() == [True, False]
+    summary = scan_segment(str(tmp_path / "commitlog" / f"{0:020d}"), 0)
+    assert summary.crc_failures == 1 and [f.check for f in summary.findings] == ["commitlog.body_crc"]

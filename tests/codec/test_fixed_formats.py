@@ -74,7 +74,7 @@ def test_checkpoint_round_trip(fields):
 
 
 def test_checkpoint_vector():
-    """§9.6."""
+    """Checkpoint test vector (docs/format/checkpoint.md)."""
     d = checkpoint.decode(bytes.fromhex("0000018BCFE5687B0000018BCFE568640000018BCF4CD180"))
     assert d["physic_msg_timestamp"] == 1_700_000_000_123 and d["min_timestamp"] == 1_699_999_997_100
     assert d["min_timestamp_index"] == 1_699_990_000_000
