@@ -74,6 +74,19 @@ CATALOGUE: tuple[Check, ...] = (
           "(docs/format/recovery.md)",
           "counted and reported for every record, past the first; the record is still read "
           "(`body_crc_ok = false`)"),
+    Check("commitlog.records_after_end", _E, RECORDS,
+          "valid records (message magic, PHYSICALOFFSET equal to their position) lie after a BLANK record or "
+          "zero fill that ends the segment; evidence: where the log ended, how many records follow, the last one",
+          "the log ends at the BLANK or zero fill: the records after it are never read, dispatched or kept "
+          "(docs/format/recovery.md)",
+          "the records are read and returned; export them before a restart"),
+    Check("commitlog.misplaced_records", _E, RECORDS,
+          "a run of structurally valid records whose stored PHYSICALOFFSET is not base offset + position "
+          "(a segment copied or renamed, an overlapping copy); evidence: the offsets they claim",
+          "— (RocketMQ writes PHYSICALOFFSET = the write position; a misnamed file is served from the wrong "
+          "offsets)",
+          "not returned, so no physical offset is ever read twice or from the wrong place; the copy whose "
+          "name matches its records wins"),
     Check("commitlog.gap", _E, LAYOUT,
           "a segment does not start where the previous one ends",
           "logs the gap and carries on (docs/format/commitlog.md)",
@@ -114,7 +127,8 @@ _PREAMBLE = """\
 
 Every problem rocketstore-spark finds in a store is a **finding**: check id, severity (`error`, `warning`,
 `info`), file, byte position (`file_position`, within that file), message and evidence. Readers never stop
-on one unless asked to (`strict`: the CommitLog reader then raises on its first `error`). Each entry says
+on one unless asked to: with `strict` the CommitLog readers raise on the first `error` finding of any kind
+below (layout, record structure, BODYCRC, records after the end, misplaced records). Each entry says
 what is checked, what RocketMQ itself does in that situation (with the section of `docs/format/`), and
 what our readers do.
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from rocketstore_spark.checks import CHECKS, Severity
 
-__all__ = ["Finding", "Severity", "StoreError", "finding"]
+__all__ = ["Finding", "Severity", "StoreError", "finding", "raise_first_error"]
 
 
 class StoreError(Exception):
@@ -48,3 +48,10 @@ def finding(check: str, file: str, file_position: int | None, message: str, **ev
     except KeyError:
         raise ValueError(f"check {check!r} is not in checks.CATALOGUE") from None
     return Finding(check, severity, str(file), file_position, message, evidence)
+
+
+def raise_first_error(findings) -> None:
+    """``strict``: the first error finding of ``findings`` as a StoreError (warnings and info pass)."""
+    for f in findings:
+        if f.severity == Severity.ERROR:
+            raise StoreError(f)

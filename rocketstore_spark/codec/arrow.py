@@ -10,6 +10,10 @@ import pyarrow as pa
 from rocketstore_spark.codec import native
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+# epoch milliseconds a timestamp column holds: years 1 to 9999 (Python's datetime, hence collect(), and
+# Spark's date functions); a corrupt value outside becomes null
+MIN_TIMESTAMP_MS = -62135596800000
+MAX_TIMESTAMP_MS = 253402300799999
 
 
 @numba.njit(cache=True, nogil=True)
@@ -75,3 +79,10 @@ def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     """A boolean Arrow array from a numpy bool array; ``valid`` = False makes a value null."""
     bits = pa.py_buffer(np.packbits(values, bitorder="little"))
     return pa.Array.from_buffers(pa.bool_(), len(values), [None if valid is None else validity(valid), bits])
+
+
+def timestamp_array(ms: np.ndarray) -> pa.Array:
+    """Epoch milliseconds as a UTC microsecond timestamp array; values outside years 1-9999 are null."""
+    valid = (ms >= MIN_TIMESTAMP_MS) & (ms <= MAX_TIMESTAMP_MS)
+    us = np.where(valid, ms, 0) * 1000
+    return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [validity(valid), pa.py_buffer(us)])

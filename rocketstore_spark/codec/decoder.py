@@ -5,25 +5,31 @@ Sans-I/O: it never opens a file. Whoever holds the bytes (``store.segment_reader
 windows, a test over a byte string) calls ``RecordDecoder.decode`` with the window, the window's position
 in its segment file, the file's size and base offset, and the range to walk; it acts on the returned
 ``Stop`` (refill the window, report damage and resynchronise, or end the segment). Every reader of
-records — the Spark source, ``read_table``, segment scans, verify, rebuild, recovery — decodes through
-this one class, so a column means the same thing everywhere.
+records — the Spark source, ``read_table``, segment scans, and the checks and rebuilds built on them —
+decodes through this one class, so a column means the same thing everywhere.
 
 One call: walk record starts (``commitlog.walk``, or ``walk_lanes`` when only fixed-width columns are
 asked for), decode the header fields those columns need (``record_schema.header_fields_for``), build each
 requested column in one compiled pass (no per-record Python). Runs wherever records are read (Spark
 executors, the CLI, tests).
+
+A record is returned only where it really lies: one whose stored PHYSICALOFFSET is not base offset +
+position (a segment copied under another name, an overlapping copy) is structurally valid but misplaced;
+it is left out of the batch and its position reported in ``Decoded.misplaced``, so no physical offset is
+ever returned for bytes that say they belong elsewhere. With ``check_crc`` every returned record's BODYCRC is
+verified and the failures reported in ``Decoded.crc_failures`` (what verify and ``strict`` act on).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import commitlog, hosts, properties
-from rocketstore_spark.codec.arrow import (TIMESTAMP_TYPE, binary_array, bool_array, fixed_array, offsets_array,
-                                           string_array)
+from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, offsets_array, string_array,
+                                           timestamp_array)
 from rocketstore_spark.codec.commitlog import (FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, MAGIC_V2, TRANSACTION_MASK,
                                                TRANSACTION_TYPES, HeaderColumns, Stop)
 from rocketstore_spark.codec.crc32 import crc_ok, prop_crc_ok
@@ -40,23 +46,33 @@ _INT64_COLUMNS = ("queue_offset", "stored_physical_offset", "prepared_transactio
 _PROPERTY_COLUMNS = frozenset({"properties", "tags", "keys", "uniq_key", "tags_code"})
 
 
-def _fixed_width(arrow_type: pa.DataType) -> bool:
+def is_fixed_width(arrow_type: pa.DataType) -> bool:
+    """Numbers, booleans, timestamps: no strings, binaries, lists or maps."""
     try:
         return arrow_type.bit_width > 0
     except ValueError:                      # strings, binary, maps, lists
         return False
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class Decoded:
     """What one ``decode`` call produced. ``batch`` holds the requested columns in the requested order (None
-    when no record was walked); ``header`` the decoded header fields (numpy, for in-process consumers such
-    as segment scans). The walk stopped at ``next_position`` because of ``stop``."""
+    when no record was returned; no columns when none were requested); ``header`` the decoded header fields (numpy, for in-process consumers such
+    as segment scans). The walk stopped at ``next_position`` because of ``stop``. ``misplaced``: file
+    positions of walked records left out because their stored PHYSICALOFFSET (``misplaced_stored``) names
+    another place; ``crc_failures``: file positions of returned records whose body fails BODYCRC (only with
+    ``check_crc``)."""
     batch: pa.RecordBatch | None
     positions: np.ndarray
     header: HeaderColumns | None
     next_position: int
     stop: Stop
+    misplaced: np.ndarray = field(default_factory=lambda: _NONE)
+    misplaced_stored: np.ndarray = field(default_factory=lambda: _NONE)
+    crc_failures: np.ndarray = field(default_factory=lambda: _NONE)
 
     @property
     def n(self) -> int:
@@ -76,23 +92,32 @@ class RecordDecoder:
 
     def __init__(self, columns: Sequence[str], *, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS,
                  batch_rows: int | None = None, batch_bytes: int | None = None, lanes: int | None = None,
-                 extra_fields: Sequence[str] = ()):
+                 extra_fields: Sequence[str] = (), check_crc: bool = False, fixed_width: bool | None = None):
         self.columns = tuple(columns)
         context = [c for c in self.columns if BY_NAME.get(c) is not None and BY_NAME[c].kind == "context"]
         if context:
             raise ValueError(f"{context} are filled by the reader, not decoded")
         self.schema = arrow_schema(self.columns)
-        self.fields = header_fields_for(self.columns) | frozenset(extra_fields)
+        self.check_crc = check_crc
+        crc_fields = ("body_pos", "body_len", "body_crc") if check_crc else ()
+        self.fields = (header_fields_for(self.columns) | frozenset(extra_fields) | frozenset(crc_fields)
+                       | {"stored_physical_offset"})
         self.delay_ms = properties.parse_delay_levels(message_delay_level)
-        fixed = all(_fixed_width(f.type) for f in self.schema)
+        # the rows the caller ships decide the batch size (a reader may decode filter columns it drops)
+        fixed = fixed_width if fixed_width is not None else all(is_fixed_width(f.type) for f in self.schema)
         self.batch_rows = batch_rows or (FIXED_WIDTH_BATCH_ROWS if fixed else DEFAULT_BATCH_ROWS)
         self.batch_bytes = batch_bytes or ((1 << 62) if fixed else DEFAULT_BATCH_BYTES)
         # interleaved lanes only where a batch may be as large as a window (batch_bytes is not enforced there)
         self.lanes = lanes if lanes is not None else (commitlog.LANES if fixed and batch_bytes is None else 1)
+        self._initial_lanes = self.lanes
         self._lane_rows = self.batch_rows // max(self.lanes, 1)
         self._lane_counts = np.zeros(max(self.lanes, 1), dtype=np.int64)
 
     # ---------------------------------------------------------------------------------------- walking
+
+    def reset(self) -> None:
+        """Forget what earlier ranges taught (lanes given up for small records): a new range starts afresh."""
+        self.lanes = self._initial_lanes
 
     def decode(self, window: np.ndarray, window_position: int, file_size: int, base_offset: int,
                start: int, limit: int) -> Decoded:
@@ -118,18 +143,29 @@ class RecordDecoder:
         if not count:
             return Decoded(None, positions, None, int(next_pos), Stop(stop))
         header = HeaderColumns(count, self.fields).decode(window, window_position, positions)
-        batch = self.batch(window, window_position, base_offset, positions, header)
-        return Decoded(batch, positions, header, int(next_pos), Stop(stop))
+        placed = header.stored_physical_offset == base_offset + positions
+        misplaced = misplaced_stored = _NONE
+        if not placed.all():
+            misplaced, misplaced_stored = positions[~placed], header.stored_physical_offset[~placed]
+            positions, header = positions[placed], header.take(placed)
+            if not len(positions):
+                return Decoded(None, positions, None, int(next_pos), Stop(stop), misplaced, misplaced_stored)
+        crc_failures, verdicts = _NONE, None
+        if self.check_crc:
+            verdicts = crc_ok(window, header.body_pos, header.body_len, header.body_crc, header.n)
+            crc_failures = positions[~verdicts]
+        batch = self.batch(window, window_position, base_offset, positions, header, verdicts)
+        return Decoded(batch, positions, header, int(next_pos), Stop(stop), misplaced, misplaced_stored, crc_failures)
 
     # --------------------------------------------------------------------------------------- columns
 
     def batch(self, buf: np.ndarray, buf_file_pos: int, base_offset: int, positions: np.ndarray,
-              h: HeaderColumns) -> pa.RecordBatch:
+              h: HeaderColumns, crc_verdicts: np.ndarray | None = None) -> pa.RecordBatch:
         """The requested columns of the records at file ``positions`` (header ``h`` decoded from ``buf``)."""
-        cols = self._columns(buf, buf_file_pos, base_offset, positions, h)
+        cols = self._columns(buf, buf_file_pos, base_offset, positions, h, crc_verdicts)
         return pa.RecordBatch.from_arrays([cols[name] for name in self.columns], schema=self.schema)
 
-    def _columns(self, buf, buf_file_pos, base_offset, positions, h) -> dict[str, pa.Array]:
+    def _columns(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts) -> dict[str, pa.Array]:
         wanted = set(self.columns)
         n = h.n
         out: dict[str, pa.Array] = {}
@@ -140,9 +176,9 @@ class RecordDecoder:
             out["file_position"] = fixed_array(positions)
         if "physical_offset" in wanted:
             out["physical_offset"] = fixed_array(physical)
-        for name, field in _INT32_COLUMNS.items():
+        for name, header_field in _INT32_COLUMNS.items():
             if name in wanted:
-                values = getattr(h, field)
+                values = getattr(h, header_field)
                 out[name] = fixed_array(values if values.dtype == np.int32 else values.astype(np.int32))
         for name in _INT64_COLUMNS:
             if name in wanted:
@@ -151,7 +187,7 @@ class RecordDecoder:
             out["record_version"] = fixed_array(np.where(h.magic_code == MAGIC_V2, 2, 1).astype(np.int32))
         for name in ("born_timestamp", "store_timestamp"):
             if name in wanted:
-                out[name] = fixed_array(getattr(h, name) * 1000, TIMESTAMP_TYPE)       # ms -> us
+                out[name] = timestamp_array(getattr(h, name))
         if "transaction_type" in wanted:
             out["transaction_type"] = TRANSACTION_NAMES.take(fixed_array((h.sys_flag & TRANSACTION_MASK) >> 2))
         if "body" in wanted:
@@ -159,7 +195,9 @@ class RecordDecoder:
         if "topic" in wanted:
             out["topic"] = string_array(buf, h.topic_pos, h.topic_len, n)
         if "body_crc_ok" in wanted:
-            out["body_crc_ok"] = bool_array(crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n))
+            if crc_verdicts is None:
+                crc_verdicts = crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n)
+            out["body_crc_ok"] = bool_array(crc_verdicts)
         if "properties_crc_ok" in wanted:
             ok, present = prop_crc_ok(buf, positions - buf_file_pos, h.total_size, h.props_len, n)
             out["properties_crc_ok"] = bool_array(ok, present)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS
 from rocketstore_spark.datasource.options import Options
 from rocketstore_spark.datasource.schemas import check_schema
 
@@ -16,8 +17,11 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 def timestamp(ms: int | None):
-    """Epoch milliseconds as a UTC datetime for a Row (None stays None)."""
-    return None if ms is None else EPOCH + dt.timedelta(milliseconds=int(ms))
+    """Epoch milliseconds as a UTC datetime for a Row. None, and values no timestamp can hold (a corrupt
+    checkpoint or IndexFile header), are None: the raw value is still in the file, the row still reads."""
+    if ms is None or not MIN_TIMESTAMP_MS <= ms <= MAX_TIMESTAMP_MS:
+        return None
+    return EPOCH + dt.timedelta(milliseconds=int(ms))
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@
 
 Options: ``splitSize`` (bytes of CommitLog per Spark partition; default: the store divided by the session's
 cores, between 64 MiB and 2 GiB — see planning.py; segments are cut at arbitrary positions, small ones packed
-together), ``strict`` (fail on the first damaged record instead of reporting it and reading
-on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``,
+together), ``strict`` (fail on the first error finding — layout, damage, BODYCRC, records after
+the end, misplaced records — instead of reporting it and reading on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``,
 ``batchRows`` (rows per Arrow batch; default 4096 and at most 16 MiB of records, or 65536 when every
 requested column is fixed-width).
 
@@ -72,6 +72,7 @@ class RocketMQReader(DataSourceReader):
 
     def partitions(self):
         from rocketstore_spark.datasource.filters import physical_offset_bounds, store_allowed
+        from rocketstore_spark.findings import raise_first_error
         from rocketstore_spark.store.discovery import discover
 
         lo, hi = physical_offset_bounds(self.filters)
@@ -81,6 +82,8 @@ class RocketMQReader(DataSourceReader):
                 continue
             for finding in layout.findings:
                 log.warning(finding.render())
+            if self.options.strict:
+                raise_first_error(layout.findings)
             # a segment wholly outside the physical offset range is never read
             selected += [(layout.name, seg) for seg in layout.segments
                          if seg.base_offset + seg.size > lo and seg.base_offset <= hi]
@@ -99,14 +102,15 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from rocketstore_spark.codec.decoder import RecordDecoder
+    from rocketstore_spark.codec.decoder import RecordDecoder, is_fixed_width
     from rocketstore_spark.datasource.filters import row_mask
     from rocketstore_spark.store.segment_reader import SegmentReader
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters)]))
     decoder = RecordDecoder([c for c in wanted if c != "store"], message_delay_level=options.message_delay_level,
-                            batch_rows=options.batch_rows)
+                            batch_rows=options.batch_rows, check_crc=options.strict,
+                            fixed_width=all(is_fixed_width(f.type) for f in arrow_schema))
     reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
                            on_finding=lambda f: log.warning(f.render()))

@@ -30,6 +30,7 @@ class ConsumeQueueReader(TableReader):
         import pyarrow as pa
 
         from rocketstore_spark.codec.arrow import bool_array, fixed_array
+        from rocketstore_spark.store.layout import display_name
         from rocketstore_spark.store.queues import read_queue
         for chunk in read_queue(qdir):
             n = len(chunk.entries)
@@ -42,7 +43,7 @@ class ConsumeQueueReader(TableReader):
                 "size": fixed_array(chunk.entries["size"].astype(np.int32)),
                 "tags_code": fixed_array(chunk.entries["tags_code"].astype(np.int64)),
                 "is_filler": bool_array(chunk.fillers),
-                "file": pa.repeat(pa.scalar(chunk.file, pa.string()), n),
+                "file": pa.repeat(pa.scalar(display_name(chunk.file), pa.string()), n),
                 "file_position": fixed_array(chunk.file_positions),
             }
             yield self.to_batch(cols)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS
 from rocketstore_spark.datasource.base import EMPTY, FilesPartition, TableReader, TableSource, timestamp
 from rocketstore_spark.datasource.options import IndexOptions
 from rocketstore_spark.datasource.schemas import INDEX_HEADER_SCHEMA, INDEX_SCHEMA
@@ -25,7 +28,7 @@ class IndexHeaderReader(_IndexFilesReader):
         if not partition.items:
             return
         from rocketstore_spark.store.indexes import read_index_file
-        idx = read_index_file(partition.items[0], self.options.hash_slot_num, entries=False)
+        idx = read_index_file(partition.items[0], self.options.hash_slot_num)
         h = idx.header
         yield self.project({
             "store": partition.store, "file": os.path.basename(idx.path), "file_size": idx.file_size,
@@ -41,29 +44,34 @@ class IndexReader(_IndexFilesReader):
     def read(self, partition: FilesPartition):
         if not partition.items:
             return
-        import numpy as np
         import pyarrow as pa
 
         from rocketstore_spark.codec.arrow import TIMESTAMP_TYPE, fixed_array
-        from rocketstore_spark.store.indexes import read_index_file
-        idx = read_index_file(partition.items[0], self.options.hash_slot_num, entries=True)
-        e = idx.entries
-        n = len(e)
-        if n == 0:
-            return
+        from rocketstore_spark.store.indexes import iter_entries, read_index_file
+        idx = read_index_file(partition.items[0], self.options.hash_slot_num)
         begin = int(idx.header["begin_timestamp"])
-        cols = {
-            "store": pa.repeat(pa.scalar(partition.store, pa.string()), n),
-            "file": pa.repeat(pa.scalar(os.path.basename(idx.path), pa.string()), n),
-            "entry_index": fixed_array(np.arange(1, n + 1, dtype=np.int32)),
-            "slot": fixed_array((e["key_hash"].astype(np.int64) % idx.geometry.hash_slot_num).astype(np.int32)),
-            "key_hash": fixed_array(e["key_hash"].astype(np.int32)),
-            "physical_offset": fixed_array(e["phy_offset"].astype(np.int64)),
-            "time_diff": fixed_array(e["time_diff"].astype(np.int32)),
-            "prev_index": fixed_array(e["prev_index"].astype(np.int32)),
-            "store_time": fixed_array((begin + e["time_diff"].astype(np.int64) * 1000) * 1000, TIMESTAMP_TYPE),
-        }
-        yield self.to_batch(cols)
+        name = os.path.basename(idx.path)
+        for first, e in iter_entries(idx):
+            n = len(e)
+            cols = {
+                "store": pa.repeat(pa.scalar(partition.store, pa.string()), n),
+                "file": pa.repeat(pa.scalar(name, pa.string()), n),
+                "entry_index": fixed_array(np.arange(first, first + n, dtype=np.int32)),
+                "slot": fixed_array((e["key_hash"].astype(np.int64) % idx.geometry.hash_slot_num).astype(np.int32)),
+                "key_hash": fixed_array(e["key_hash"].astype(np.int32)),
+                "physical_offset": fixed_array(e["phy_offset"].astype(np.int64)),
+                "time_diff": fixed_array(e["time_diff"].astype(np.int32)),
+                "prev_index": fixed_array(e["prev_index"].astype(np.int32)),
+                "store_time": fixed_array(store_time_us(begin, e["time_diff"]), TIMESTAMP_TYPE),
+            }
+            yield self.to_batch(cols)
+
+
+def store_time_us(begin_ms: int, time_diff: np.ndarray) -> np.ndarray:
+    """begin + time_diff seconds, in microseconds; values outside what a timestamp can hold are clamped to
+    its range (a corrupt header or entry must not fail the batch)."""
+    ms = np.clip(np.int64(begin_ms) + time_diff.astype(np.int64) * 1000, MIN_TIMESTAMP_MS, MAX_TIMESTAMP_MS)
+    return ms * 1000
 
 
 class IndexDataSource(TableSource):

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 from rocketstore_spark.codec.indexfile import DEFAULT_HASH_SLOT_NUM
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS, parse_delay_levels
+from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD as DEFAULT_MAX_RECORD_SIZE
 
-DEFAULT_MAX_RECORD_SIZE = 64 << 20
 
 
 def _bool(value: str | None, name: str, default: bool) -> bool:
-    if value is None:
+    if value is None or not value.strip():
         return default
     if value.lower() in ("true", "1", "yes"):
         return True
@@ -41,7 +41,7 @@ class Options:
     paths: tuple[str, ...]
 
     SOURCE = "rocketmq_*"
-    KNOWN = ("path", "paths")          # as Spark spells them after lowercasing: what a subclass adds
+    KNOWN = ("path", "paths")          # as documented (matched case-insensitively); subclasses add theirs
 
     def __init__(self, raw, source: str | None = None):
         source = source or self.SOURCE

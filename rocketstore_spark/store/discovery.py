@@ -61,7 +61,7 @@ def discover(paths) -> list[StoreLayout]:
         path = Path(p)
         if not path.exists():
             raise FileNotFoundError(f"store path does not exist: {p}")
-        if (path / "commitlog").is_dir():
+        if StoreMap.of_root(path).commitlog_dir.is_dir():
             layouts.append(_layout(str(path), StoreMap.of_root(path)))
         elif path.is_dir() and any(OFFSET_NAME.match(n) for n in os.listdir(path)):
             layouts.append(_layout(str(path), StoreMap(None, path)))

@@ -47,6 +47,6 @@ def read_consumer_offsets(files: StoreMap) -> ConsumerOffsets:
             continue
         try:
             return ConsumerOffsets(path, config_json.consumer_offsets(text), problems)
-        except (ValueError, AttributeError) as e:
+        except ValueError as e:           # config_json turns every malformation into a ValueError
             problems.append(f"{path}: {e}")
     return ConsumerOffsets(None, [], problems)

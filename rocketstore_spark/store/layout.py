@@ -9,7 +9,8 @@
 (docs/format/README.md). A bare CommitLog directory has no root: only its segments exist. Everything else
 asks a ``StoreMap`` for a path instead of joining names itself. Listing only, nothing is opened; runs on the
 driver (planning) and in executors (a queue's files). Entries that are not what their name says — special
-files, directories where files belong, names out of range — are left out here and reported by discovery.
+files, directories where files belong, names out of range — are left out of listings (discovery reports
+those of commitlog/; queue and index directories skip them as the broker does).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 OFFSET_NAME = re.compile(r"^\d{20}$")          # segment and ConsumeQueue file names
 QUEUE_ID_NAME = re.compile(r"^\d+$")
 INT64_MAX = (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
 CONSUMER_OFFSETS = "consumerOffset.json"
 
 
@@ -35,6 +37,12 @@ def parse_offset_name(name: str) -> int | None:
         return None
     value = int(name)
     return value if value <= INT64_MAX else None
+
+
+def display_name(name: str) -> str:
+    """A file name or path as valid text: undecodable bytes (kept by Python as surrogate escapes) become
+    U+FFFD."""
+    return os.fsencode(name).decode("utf-8", "replace")
 
 
 def is_regular_file(path) -> bool:
@@ -79,11 +87,11 @@ class StoreMap:
         if cq is None or not cq.is_dir():
             return out
         for topic_dir in sorted(cq.iterdir()):
-            if not topic_dir.is_dir():
+            if not topic_dir.is_dir() or topic_dir.is_symlink():
                 continue
             for qdir in sorted(topic_dir.iterdir(), key=lambda p: (len(p.name), p.name)):
-                if qdir.is_dir() and QUEUE_ID_NAME.match(qdir.name):
-                    out.append((topic_dir.name, int(qdir.name), qdir))
+                if qdir.is_dir() and QUEUE_ID_NAME.match(qdir.name) and int(qdir.name) <= INT32_MAX:
+                    out.append((display_name(topic_dir.name), int(qdir.name), qdir))
         return out
 
     @staticmethod

@@ -9,23 +9,27 @@ import pyarrow as pa
 
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
-from rocketstore_spark.codec.record_schema import DECODED, NAMES, arrow_schema
-from rocketstore_spark.findings import Finding
+from rocketstore_spark.codec.record_schema import COLUMNS, DECODED, NAMES, arrow_schema
+from rocketstore_spark.findings import Finding, raise_first_error
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.segment_reader import SegmentReader
 
-POSITION_COLUMNS = ("segment_base_offset", "file_position", "physical_offset")
+POSITION_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "position")
 
 
 def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEVELS,
                strict: bool = False) -> tuple[pa.Table, list[Finding]]:
-    """(table of ``store``, the position columns and ``columns`` — names of record_schema.COLUMNS —, findings)."""
+    """(table of ``store``, the position columns and ``columns`` — names of record_schema.COLUMNS —, findings).
+    ``strict``: raise StoreError on the first error finding (layout, damage, BODYCRC, ...) instead."""
     names = tuple(dict.fromkeys(("store", *POSITION_COLUMNS, *columns)))
     schema = arrow_schema(names)
-    decoder = RecordDecoder([n for n in names if n in DECODED], message_delay_level=message_delay_level)
+    decoder = RecordDecoder([n for n in names if n in DECODED], message_delay_level=message_delay_level,
+                            check_crc=strict)
     batches, findings = [], []
     for layout in discover(path):
         findings.extend(layout.findings)
+        if strict:
+            raise_first_error(layout.findings)
         for seg in layout.segments:
             reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict)
             for decoded in reader:

@@ -15,10 +15,14 @@ it, report damage and resynchronise, or end the segment).
 
 Damage (bad magic, impossible length, lengths that do not add up) is a Finding naming file and byte
 position; the reader then re-synchronises on the next record start and reads on. BLANK, zero fill and end
-of file end the segment normally. In strict mode the first damage raises StoreError instead.
+of file end the segment normally — but valid records found after a BLANK or zero fill are read and
+reported (RocketMQ would not see them). Records whose stored PHYSICALOFFSET names another place are not
+returned (the decoder leaves them out) and are reported per run; with a decoder that checks CRCs, every
+failure is a finding. In strict mode the first error finding raises StoreError instead.
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -32,7 +36,7 @@ from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.findings import Finding, Severity, StoreError, finding
 
 DEFAULT_WINDOW = 64 << 20
-DEFAULT_MAX_RECORD = 64 << 20
+DEFAULT_MAX_RECORD = 64 << 20       # RocketMQ writes at most maxMessageSize (4 MiB default) + 64 KiB
 
 
 @dataclass
@@ -83,14 +87,20 @@ class SegmentReader:
         except OSError as e:               # deleted or unreadable since planning: a finding, not a crash
             self._report("commitlog.unreadable", None, f"cannot open: {e.strerror}", errno=e.errno)
             return
+        self.decoder.reset()
+        self._misplaced: list | None = None        # the open run of misplaced records: [first, last, count, stored...]
+        self._after_end: list | None = None        # records found after the end: [end, reason, first, last, count]
         try:
             yield from self._scan(fd)
+            self._close_misplaced_run()
+            self._close_after_end()
         finally:
             os.close(fd)
 
     def _read(self, fd: int, window: int, position: int, file_size: int) -> np.ndarray:
-        """The window [position, position + window) of the file: a read-only shared mapping (no copy; the
-        mapping goes away with the last batch that references it), or a pread copy where mmap fails."""
+        """The window [position, position + window) of the file: a read-only shared mapping (no copy; it is
+        unmapped when the last array viewing it goes — decoded batches copy what they keep), or a pread copy
+        where mmap fails."""
         length = min(window, file_size - position)
         if length <= 0:
             return np.zeros(0, dtype=np.uint8)
@@ -120,15 +130,15 @@ class SegmentReader:
         buf_file_pos = pos
         while True:
             decoded = self.decoder.decode(buf, buf_file_pos, file_size, self.base_offset, pos, end)
-            next_pos, stop = decoded.next_position, decoded.stop
+            self._account(decoded)
             if decoded.n:
                 res.records += decoded.n
                 yield decoded
-            pos = next_pos
+            pos, stop = decoded.next_position, decoded.stop
             res.end_position = pos
             if stop == Stop.LIMIT:
                 if pos >= end:
-                    res.stop = stop
+                    self._stopped(stop, None)
                     return
                 continue
             if stop == Stop.NEED_MORE:
@@ -136,8 +146,9 @@ class SegmentReader:
                 if needed > window:
                     if needed > self.max_record_size:
                         self._report("commitlog.record_too_large", pos,
-                                      f"TOTALSIZE {needed} exceeds max_record_size {self.max_record_size}",
-                                      total_size=needed)
+                                     f"TOTALSIZE {needed} exceeds max_record_size {self.max_record_size}",
+                                     total_size=needed)
+                        self._stopped(Stop.BAD_LENGTH, pos)
                         pos = self._after_damage(fd, window, pos, end, file_size)
                         if pos < 0:
                             return
@@ -146,20 +157,90 @@ class SegmentReader:
                 buf = self._read(fd, window, pos, file_size)
                 buf_file_pos = pos
                 continue
-            if not stop.is_damage:           # BLANK, zero fill, end of file: the segment ends here
-                res.stop = stop
-                res.stop_position = pos
+            if stop == Stop.END_OF_FILE:
+                self._stopped(stop, pos)
                 return
-            p = pos - buf_file_pos
-            self._report(stop.check, pos, stop.describe,
-                          total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
-                          magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
-            res.stop, res.stop_position = stop, pos
-            pos = self._after_damage(fd, window, pos, end, file_size)
-            if pos < 0:
-                return
+            if not stop.is_damage:
+                # BLANK or zero fill: RocketMQ's log ends here. Valid records further on would be lost by it
+                # without a word: look for them (in this range) and report them.
+                self._stopped(stop, pos)
+                found = self._resync(fd, window, pos + 1, end, file_size)
+                if found < 0:
+                    return
+                self._found_after_end(pos, stop, found)
+                pos = found
+            else:
+                p = pos - buf_file_pos
+                self._report(stop.check, pos, stop.describe,
+                             total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
+                             magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
+                self._stopped(stop, pos)
+                pos = self._after_damage(fd, window, pos, end, file_size)
+                if pos < 0:
+                    return
             buf = self._read(fd, window, pos, file_size)
             buf_file_pos = pos
+
+    def _stopped(self, stop: Stop, position: int | None) -> None:
+        """The first end or damage of the range is where RocketMQ's walk would stop: it stays the result's."""
+        if self.result.stop_position is None:
+            self.result.stop, self.result.stop_position = stop, position
+
+    # ------------------------------------------------------------------------- what a batch reveals
+
+    def _account(self, decoded: Decoded) -> None:
+        for position in decoded.crc_failures:
+            position = int(position)
+            self._report("commitlog.body_crc", position,
+                         "BODYCRC does not match the body (RocketMQ's recovery stops here)",
+                         physical_offset=self.base_offset + position)
+        if self._after_end is not None:
+            self._after_end[4] += decoded.n
+            if decoded.n:
+                self._after_end[3] = int(decoded.positions[-1])
+        if len(decoded.misplaced) == 0:
+            if decoded.n:
+                self._close_misplaced_run()
+            return
+        # runs of misplaced records: consecutive in walk order, ended by a record that is where it says
+        events = sorted([(p, None) for p in decoded.positions.tolist()]
+                        + list(zip(decoded.misplaced.tolist(), decoded.misplaced_stored.tolist())))
+        for position, stored in events:
+            if stored is None:
+                self._close_misplaced_run()
+            elif self._misplaced is None:
+                self._misplaced = [position, position, 1, stored, stored]
+            else:
+                run = self._misplaced
+                run[1], run[2], run[4] = position, run[2] + 1, stored
+
+    def _close_misplaced_run(self) -> None:
+        run, self._misplaced = self._misplaced, None
+        if run is None:
+            return
+        first, last, count, stored_first, stored_last = run
+        self._report("commitlog.misplaced_records", first,
+                     f"{count} record(s) up to byte {last} say they lie at physical offsets {stored_first}.."
+                     f"{stored_last}, not here (a copied or misnamed segment?): not returned",
+                     count=count, last_position=last, stored_first=stored_first, stored_last=stored_last)
+
+    def _found_after_end(self, end_position: int, stop: Stop, found: int) -> None:
+        if self.strict:
+            self._report("commitlog.records_after_end", found,
+                         f"valid records after the end of the log at byte {end_position} ({stop.describe})",
+                         end_position=end_position)
+        if self._after_end is None:
+            self._after_end = [end_position, stop, found, found, 0]
+
+    def _close_after_end(self) -> None:
+        info, self._after_end = self._after_end, None
+        if info is None:
+            return
+        end_position, stop, first, last, count = info
+        self._report("commitlog.records_after_end", first,
+                     f"{count} valid record(s) from byte {first} to {last} lie after the end of the log at byte "
+                     f"{end_position} ({stop.describe}): RocketMQ would not see them",
+                     end_position=end_position, count=count, last_position=last)
 
     @staticmethod
     def _record_extent(buf: np.ndarray, buf_file_pos: int, pos: int) -> int:
@@ -175,8 +256,19 @@ class SegmentReader:
         return found
 
     def _resync(self, fd, window: int, start: int, end: int, file_size: int) -> int:
+        """The first record start in [start, end), -1 if none. Holes of a sparse file are skipped unread."""
         pos = start
         while pos < end:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:    # nothing but a hole up to the end of the file
+                    return -1
+                data = pos                    # a file system without SEEK_DATA: read everything
+            # a record start lies at most 8 bytes before its first non-zero byte (TOTALSIZE is big-endian)
+            pos = max(pos, data - 8)
+            if pos >= end:
+                return -1
             buf = self._read(fd, window, pos, file_size)
             if len(buf) < 36:
                 return -1

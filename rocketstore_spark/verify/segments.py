@@ -1,17 +1,16 @@
 """Scanning a whole CommitLog segment: what it holds, where its valid data ends, which bodies fail CRC.
 
 Runs where called (a Spark executor for rocketmq_segments, the CLI, tests). A header-only decode plus the
-compiled CRC verdict of every body, past the first CRC failure (RocketMQ's recovery stops there; we count).
+compiled CRC verdict of every body, past the first CRC failure (RocketMQ's recovery stops there; we count);
+the reader's findings (damage, CRC failures, records after the end, misplaced records) come along.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from rocketstore_spark.codec.decoder import RecordDecoder
-from rocketstore_spark.findings import Finding, finding
-from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.findings import Finding
+from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD, SegmentReader
 
 
 @dataclass
@@ -27,29 +26,23 @@ class SegmentSummary:
     findings: list[Finding] = field(default_factory=list)
 
 
-def scan_segment(path: str, base_offset: int, check_crc: bool = True, max_record_size: int = 64 << 20) -> SegmentSummary:
+def scan_segment(path: str, base_offset: int, check_crc: bool = True,
+                 max_record_size: int = DEFAULT_MAX_RECORD) -> SegmentSummary:
     s = SegmentSummary()
-    decoder = RecordDecoder(("body_crc_ok",) if check_crc else (), extra_fields=("store_timestamp",))
+    decoder = RecordDecoder((), extra_fields=("store_timestamp",), check_crc=check_crc, batch_rows=65536)
     reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size)
-    crc_findings = []
     for decoded in reader:
         ts = decoded.header.store_timestamp
         s.first_store_timestamp = int(ts[0]) if s.first_store_timestamp is None else s.first_store_timestamp
         s.last_store_timestamp = int(ts[-1])
-        if check_crc:
-            ok = decoded.batch.column("body_crc_ok").to_numpy(zero_copy_only=False)
-            for i in np.flatnonzero(~ok):
-                position = int(decoded.positions[i])
-                if s.first_crc_failure is None:
-                    s.first_crc_failure = base_offset + position
-                s.crc_failures += 1
-                crc_findings.append(finding("commitlog.body_crc", path, position,
-                                            "BODYCRC does not match the body (RocketMQ's recovery stops here)",
-                                            physical_offset=base_offset + position))
+        if len(decoded.crc_failures):
+            if s.first_crc_failure is None:
+                s.first_crc_failure = base_offset + int(decoded.crc_failures[0])
+            s.crc_failures += len(decoded.crc_failures)
     res = reader.result
     s.records = res.records
     s.valid_end = res.end_position if res.stop_position is None else res.stop_position
     s.stop_reason = res.stop.describe
     s.stop_position = res.stop_position
-    s.findings = res.findings + crc_findings
+    s.findings = res.findings
     return s

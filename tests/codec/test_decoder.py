@@ -124,3 +124,13 @@ def test_header_fields_nobody_asked_for_are_not_there():
     assert d.header.store_timestamp.tolist() == [1_700_000_000_123] * 2
     with pytest.raises(AttributeError, match="was not decoded"):
         d.header.body_pos
+
+
+def test_timestamps_no_datetime_can_hold_become_null():
+    data = encode_record(Message(topic="T", born_timestamp=(1 << 62), store_timestamp=-(1 << 60)), BASE)
+    ok = encode_record(Message(topic="T"), BASE + len(data))
+    seg = window(data + ok)
+    d = RecordDecoder(("born_timestamp", "store_timestamp")).decode(seg, 0, len(seg), BASE, 0, len(seg))
+    rows = d.batch.to_pylist()
+    assert rows[0] == {"born_timestamp": None, "store_timestamp": None}
+    assert rows[1]["store_timestamp"].year == 2023

@@ -102,3 +102,41 @@ def test_segments_carry_layout_findings(spark, tmp_path):
     rows = {r.segment: r for r in spark.read.format("rocketmq_segments").load(str(tmp_path)).collect()}
     assert [f.check for f in rows[files[1].name].findings][0] == "commitlog.wrong_size"
     assert all(not r.findings for name, r in rows.items() if name != files[1].name)
+
+
+def test_every_source_reads_a_hostile_copy_of_a_store(spark, tmp_path):
+    """Corrupt checkpoint times, an IndexFile header claiming 2^31 entries, a non-UTF-8 topic directory, a
+    malformed consumerOffset.json, a segment copied under the next name: every source reads, none crashes."""
+    import os
+    import shutil
+    import struct
+    g = BY_ID["5.5.1/clean"]
+    store = tmp_path / "store"
+    shutil.copytree(g.store, store)
+    cp = bytearray((store / "checkpoint").read_bytes())
+    cp[0:16] = struct.pack(">qq", 1 << 62, -(1 << 62))
+    (store / "checkpoint").write_bytes(bytes(cp))
+    index = sorted((store / "index").iterdir())[0]
+    raw = bytearray(index.read_bytes())
+    raw[36:40] = struct.pack(">i", (1 << 31) - 1)
+    index.write_bytes(bytes(raw))
+    queue = next(p for p in (store / "consumequeue").glob("*/0"))
+    shutil.copytree(queue, store / "consumequeue" / os.fsdecode(b"T\xff") / "0")
+    (store / "config").mkdir(exist_ok=True)
+    (store / "config" / "consumerOffset.json").write_text('{"offsetTable":{"T@g":{0:null}}}')
+    (store / "config" / "consumerOffset.json.bak").write_text('{"offsetTable":{"T@g":{0:3}}}')
+    segments = sorted((store / "commitlog").iterdir())
+    shutil.copy(segments[0], store / "commitlog" / f"{len(segments) * 131072:020d}")
+
+    msgs = spark.read.format("rocketmq").schema("physical_offset BIGINT").load(str(store)).collect()
+    assert sorted(r[0] for r in msgs) == sorted(m["physical_offset"] for m in g.messages)
+    seg_rows = spark.read.format("rocketmq_segments").load(str(store)).collect()
+    assert any(f.check == "commitlog.misplaced_records" for r in seg_rows for f in r.findings)
+    cp_row = spark.read.format("rocketmq_checkpoint").load(str(store)).collect()[0]
+    assert cp_row.physic_msg_timestamp is None and cp_row.logics_msg_timestamp is None
+    topics = {r.topic for r in spark.read.format("rocketmq_consumequeue").load(str(store)).collect()}
+    assert "T\ufffd" in topics
+    idx = spark.read.format("rocketmq_index").option("hashSlotNum", "64").load(str(store))
+    assert idx.where(F.col("file") == index.name).count() == 255          # what the 256-entry file holds
+    offsets = spark.read.format("rocketmq_consumer_offsets").load(str(store)).collect()
+    assert [(r.consumer_offset, r.source_file.rsplit("/", 1)[1]) for r in offsets] == [(3, "consumerOffset.json.bak")]

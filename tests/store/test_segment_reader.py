@@ -206,3 +206,72 @@ def test_lanes_overflowing_with_small_records_fall_back_to_the_plain_walk(tmp_pa
     expected = [p for p, _ in placed if p < LANE_SEGMENT]
     assert len(expected) > 4 * 16384
     assert _read(path, 4) == _read(path, 1) and _read(path, 4)[0] == expected
+
+
+# ----------------------------------------------------------------------------- hostile segments
+
+@pytest.mark.parametrize("end_marker", [bytes(8), struct.pack(">ii", 5000, -875286124)])
+def test_records_after_a_zero_fill_or_blank_in_the_middle_are_read_and_reported(tmp_path, end_marker):
+    placed = make_store(tmp_path, n=30)
+    path, pos = patch(tmp_path, placed[10][0], end_marker)              # the log "ends" at record 10
+    table, findings = read_table(tmp_path, columns=("topic",))
+    offsets = table.column("physical_offset").to_pylist()
+    assert offsets == [p for p, _ in placed if p != placed[10][0] and p < SEGMENT]
+    (f,) = [f for f in findings if f.check == "commitlog.records_after_end"]
+    later = [p for p, _ in placed[11:] if p < SEGMENT]
+    assert (f.file, f.file_position, f.severity) == (path, later[0], "error")
+    assert f.evidence["end_position"] == pos and f.evidence["count"] == len(later)
+    assert f.evidence["last_position"] == later[-1]
+    with pytest.raises(StoreError, match="records_after_end"):
+        read_table(tmp_path, strict=True)
+
+
+def test_segment_rocketmq_ends_where_its_walk_stops(tmp_path):
+    from rocketstore_spark.verify.segments import scan_segment
+    placed = make_store(tmp_path, n=30)
+    path, pos = patch(tmp_path, placed[10][0], bytes(8))
+    s = scan_segment(path, 0)
+    assert s.valid_end == pos and s.stop_reason == "zero fill (end of the written log)"
+    assert s.records == len([p for p, _ in placed if p < SEGMENT]) - 1
+
+
+def test_a_segment_copied_under_another_name_is_not_read_twice(tmp_path):
+    placed = make_store(tmp_path, n=200, segment_size=16 * 1024)
+    cl = tmp_path / "commitlog"
+    files = sorted(cl.iterdir())
+    copy = cl / f"{len(files) * 16 * 1024:020d}"
+    copy.write_bytes(files[1].read_bytes())                              # segment 1 again, as the next one
+    table, findings = read_table(tmp_path, columns=("topic",))
+    offsets = table.column("physical_offset").to_pylist()
+    assert offsets == [p for p, _ in placed] and len(set(offsets)) == len(offsets)
+    (f,) = [f for f in findings if f.check == "commitlog.misplaced_records"]
+    in_copy = [p for p, _ in placed if 16 * 1024 <= p < 32 * 1024]
+    assert f.file == str(copy) and f.file_position == 0 and f.evidence["count"] == len(in_copy)
+    assert (f.evidence["stored_first"], f.evidence["stored_last"]) == (in_copy[0], in_copy[-1])
+
+
+def test_a_sparse_giant_segment_is_skipped_through_its_holes(tmp_path):
+    placed = make_store(tmp_path, n=10)
+    big = tmp_path / "commitlog" / f"{SEGMENT:020d}"
+    with open(big, "wb") as f:
+        f.truncate(64 << 30)                                             # 64 GiB of hole, no data
+    table, findings = read_table(tmp_path, columns=("topic",))
+    assert table.column("physical_offset").to_pylist() == [p for p, _ in placed]
+    assert [f.check for f in findings] == ["commitlog.wrong_size"]
+    reader = SegmentReader(str(big), SEGMENT, RecordDecoder(()), start=(32 << 30) + 5)
+    assert list(reader) == [] and reader.result.records == 0
+
+
+def test_strict_stops_on_every_error_finding_kind(tmp_path):
+    placed = make_store(tmp_path, n=20)
+    patch(tmp_path, placed[3][0] + 100, b"\xff")                          # a body byte: BODYCRC fails
+    with pytest.raises(StoreError, match="commitlog.body_crc"):
+        read_table(tmp_path, columns=("topic",), strict=True)
+    table, findings = read_table(tmp_path, columns=("topic",))
+    assert [f.check for f in findings] == []                             # not strict: a column, not a finding
+    other = tmp_path / "other"
+    make_store(other, n=200, segment_size=16 * 1024)
+    sorted((other / "commitlog").iterdir())[2].unlink()                  # a gap: a layout error
+    with pytest.raises(StoreError, match="commitlog.gap"):
+        read_table(other, strict=True)
+    assert read_table(other)[0].num_rows > 0
