@@ -75,11 +75,24 @@ CATALOGUE: tuple[Check, ...] = (
           "counted and reported for every record, past the first; the record is still read "
           "(`body_crc_ok = false`)"),
     Check("commitlog.records_after_end", _E, RECORDS,
-          "valid records (message magic, PHYSICALOFFSET equal to their position) lie after a BLANK record or "
-          "zero fill that ends the segment; evidence: where the log ended, how many records follow, the last one",
+          "valid records (message magic, PHYSICALOFFSET equal to their position) lie after the BLANK record or "
+          "zero fill where the segment ends (the finding's position); evidence: the first and last of them, "
+          "how many",
           "the log ends at the BLANK or zero fill: the records after it are never read, dispatched or kept "
           "(docs/format/recovery.md)",
           "the records are read and returned; export them before a restart"),
+    Check("commitlog.unclosed_segment", _E, RECORDS,
+          "a segment that is not the store's last ends without a BLANK record (zero fill or end of file): "
+          "RocketMQ closes every segment it rolls over with one, so its tail was zeroed or cut off",
+          "recovery treats the segment's end as the end of the log if it is inside the recovery window "
+          "(docs/format/recovery.md)",
+          "finding at the position where the segment ends; the later segments are read"),
+    Check("commitlog.early_blank", _W, RECORDS,
+          "a segment that is not the store's last ends with a BLANK record leaving room for the next segment's "
+          "first record (RocketMQ writes a BLANK only when the next message does not fit)",
+          "treats the BLANK as the segment's end, like any other",
+          "finding at the BLANK: the bytes after it may have been overwritten; a batch of messages can also "
+          "explain it (the batch, not its first record, did not fit)"),
     Check("commitlog.misplaced_records", _E, RECORDS,
           "a run of structurally valid records whose stored PHYSICALOFFSET is not base offset + position "
           "(a segment copied or renamed, an overlapping copy); evidence: the offsets they claim",

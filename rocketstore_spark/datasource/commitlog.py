@@ -85,7 +85,8 @@ class RocketMQReader(DataSourceReader):
             if self.options.strict:
                 raise_first_error(layout.findings)
             # a segment wholly outside the physical offset range is never read
-            selected += [(layout.name, seg) for seg in layout.segments
+            last = len(layout.segments) - 1
+            selected += [(layout.name, seg, k < last) for k, seg in enumerate(layout.segments)
                          if seg.base_offset + seg.size > lo and seg.base_offset <= hi]
         return plan_partitions(selected, self.options.split_size, session_parallelism()) or [ScanPartition(())]
 
@@ -113,6 +114,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
                             fixed_width=all(is_fixed_width(f.type) for f in arrow_schema))
     reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
+                           followed=segment_range.followed,
                            on_finding=lambda f: log.warning(f.render()))
     for decoded in reader:
         cols = {name: decoded.batch.column(name) for name in decoder.columns}

@@ -31,6 +31,7 @@ class SegmentRange:
     base_offset: int
     start: int
     end: int
+    followed: bool = False        # a later segment of the store exists (see SegmentReader)
 
 
 @dataclass(frozen=True)
@@ -57,17 +58,18 @@ def auto_split_size(total_bytes: int, parallelism: int) -> int:
 
 
 def plan_partitions(segments, split_size: int | None, parallelism: int) -> list[ScanPartition]:
-    """``segments``: (store name, Segment) in scan order. Partitions of ``split_size`` bytes (auto when
-    None), each a list of ranges."""
-    segments = [(store, seg) for store, seg in segments if seg.size > 0]
+    """``segments``: (store name, Segment, followed by a later segment) in scan order. Partitions of
+    ``split_size`` bytes (auto when None), each a list of ranges. Only a segment's data is planned: the
+    trailing hole of a sparse file (a broker's preallocated last segment) holds no record."""
+    segments = [(store, seg, followed) for store, seg, followed in segments if seg.data_end > 0]
     if split_size is None:
-        split_size = auto_split_size(sum(seg.size for _, seg in segments), parallelism)
+        split_size = auto_split_size(sum(seg.data_end for _, seg, _ in segments), parallelism)
     partitions, ranges, room = [], [], split_size
-    for store, seg in segments:
+    for store, seg, followed in segments:
         start = 0
-        while start < seg.size:
-            end = min(seg.size, start + room)
-            ranges.append(SegmentRange(store, seg.path, seg.base_offset, start, end))
+        while start < seg.data_end:
+            end = min(seg.data_end, start + room)
+            ranges.append(SegmentRange(store, seg.path, seg.base_offset, start, end, followed))
             room -= end - start
             start = end
             if room == 0:

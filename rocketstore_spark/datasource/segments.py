@@ -23,8 +23,10 @@ class SegmentsReader(TableReader):
         parts = []
         for layout in layouts:
             # layout findings about a segment (wrong size, gap, ...) travel with it
-            items = [(seg.path, seg.base_offset, seg.size, tuple(f for f in layout.findings if f.file == seg.path))
-                     for seg in layout.segments]
+            last = len(layout.segments) - 1
+            items = [(seg.path, seg.base_offset, seg.size, k < last,
+                      tuple(f for f in layout.findings if f.file == seg.path))
+                     for k, seg in enumerate(layout.segments)]
             for i in range(0, len(items), per_partition):
                 parts.append(FilesPartition(layout.name, layout.files, tuple(items[i:i + per_partition])))
         return parts or [EMPTY]
@@ -33,10 +35,11 @@ class SegmentsReader(TableReader):
         for item in partition.items:
             yield self._scan(partition.store, *item)
 
-    def _scan(self, store: str, path: str, base_offset: int, size: int, layout_findings: tuple) -> tuple:
+    def _scan(self, store: str, path: str, base_offset: int, size: int, followed: bool,
+              layout_findings: tuple) -> tuple:
         from rocketstore_spark.verify.segments import scan_segment
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
-                               max_record_size=self.options.max_record_size)
+                               max_record_size=self.options.max_record_size, followed=followed)
         findings = list(layout_findings) + summary.findings
         return self.project({
             "store": store, "segment": os.path.basename(path), "base_offset": base_offset,

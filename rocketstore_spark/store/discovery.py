@@ -1,12 +1,14 @@
-"""Finding CommitLog segments and the other store files on disk (driver side; listing and sizes only).
+"""Finding CommitLog segments and the other store files on disk (driver side; listing, sizes, data extents).
 
 Accepts a store root (``commitlog/``, ``consumequeue/``, ``index/``, ``checkpoint``, ``abort``,
-``config/``), a bare CommitLog directory, or glob patterns matching several of them. Nothing is opened
+``config/``), a bare CommitLog directory, or glob patterns matching several of them. Nothing is read
 here: planning Spark partitions must stay cheap. Irregularities — segment sizes that differ, gaps and
-overlaps between segments, stray files — are findings, never exceptions.
+overlaps between segments, stray files — are findings, never exceptions. Each segment is opened once, for
+a few lseeks, to learn where its data ends (sparse files).
 """
 from __future__ import annotations
 
+import errno
 import glob
 import os
 from collections import Counter
@@ -22,6 +24,35 @@ class Segment:
     path: str
     base_offset: int
     size: int
+    data_end: int = -1            # end of the last data region (< size when the file ends in a hole)
+
+    def __post_init__(self):
+        if self.data_end < 0:
+            object.__setattr__(self, "data_end", self.size)
+
+
+def data_end(path: str, size: int) -> int:
+    """Where the file's data ends: the start of a trailing hole (a sparse file, such as the last segment a
+    broker preallocated), else its size. One open and a few lseeks; where the file system cannot tell,
+    the size."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return size
+    try:
+        end, pos = 0, 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                return end if e.errno == errno.ENXIO else size
+            pos = os.lseek(fd, start, os.SEEK_HOLE)
+            end = pos
+        return min(end, size)
+    except OSError:
+        return size
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -84,7 +115,8 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
             findings.append(finding("store.stray_file", entry.path, None,
                                     "file name is not a 20-digit offset within int64 (ignored)"))
         else:
-            segments.append(Segment(entry.path, base_offset, os.stat(entry.path).st_size))
+            size = os.stat(entry.path).st_size
+            segments.append(Segment(entry.path, base_offset, size, data_end(entry.path, size)))
     sizes = Counter(s.size for s in segments if s.size > 0)
     segment_size = sizes.most_common(1)[0][0] if sizes else None
     for prev, seg in zip(segments, segments[1:]):

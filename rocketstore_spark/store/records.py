@@ -30,8 +30,9 @@ def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEV
         findings.extend(layout.findings)
         if strict:
             raise_first_error(layout.findings)
-        for seg in layout.segments:
-            reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict)
+        for k, seg in enumerate(layout.segments):
+            reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict,
+                                   followed=k + 1 < len(layout.segments))
             for decoded in reader:
                 store = pa.repeat(pa.scalar(layout.name, pa.string()), decoded.n)
                 batches.append(pa.RecordBatch.from_arrays(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import struct
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -34,6 +35,7 @@ from rocketstore_spark.codec import commitlog
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.findings import Finding, Severity, StoreError, finding
+from rocketstore_spark.store.layout import segment_name
 
 DEFAULT_WINDOW = 64 << 20
 DEFAULT_MAX_RECORD = 64 << 20       # RocketMQ writes at most maxMessageSize (4 MiB default) + 64 KiB
@@ -57,7 +59,7 @@ class SegmentReader:
 
     def __init__(self, path: str, base_offset: int, decoder: RecordDecoder, start: int = 0, end: int | None = None,
                  *, strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
-                 on_finding: Callable[[Finding], None] | None = None):
+                 followed: bool = False, on_finding: Callable[[Finding], None] | None = None):
         self.path = path
         self.base_offset = base_offset
         self.decoder = decoder
@@ -66,6 +68,9 @@ class SegmentReader:
         self.strict = strict
         self.window = window
         self.max_record_size = max_record_size
+        # a later segment exists: RocketMQ closed this one with a BLANK record, so ending any other way means
+        # its tail was lost
+        self.followed = followed
         self.on_finding = on_finding
         self.result = ScanResult()
 
@@ -159,6 +164,7 @@ class SegmentReader:
                 continue
             if stop == Stop.END_OF_FILE:
                 self._stopped(stop, pos)
+                self._unclosed(stop, pos)
                 return
             if not stop.is_damage:
                 # BLANK or zero fill: RocketMQ's log ends here. Valid records further on would be lost by it
@@ -166,6 +172,7 @@ class SegmentReader:
                 self._stopped(stop, pos)
                 found = self._resync(fd, window, pos + 1, end, file_size)
                 if found < 0:
+                    self._unclosed(stop, pos)
                     return
                 self._found_after_end(pos, stop, found)
                 pos = found
@@ -224,11 +231,43 @@ class SegmentReader:
                      f"{stored_last}, not here (a copied or misnamed segment?): not returned",
                      count=count, last_position=last, stored_first=stored_first, stored_last=stored_last)
 
+    def _unclosed(self, stop: Stop, position: int) -> None:
+        """The segment ends at ``position`` with nothing valid after it: is that where RocketMQ ended it?"""
+        if not self.followed:
+            return
+        if stop != Stop.BLANK:
+            self._report("commitlog.unclosed_segment", position,
+                         f"the segment ends here ({stop.describe}) without a BLANK record although a later segment "
+                         "exists: its tail was zeroed or cut off")
+            return
+        # RocketMQ writes a BLANK only when the next message does not fit: the next segment's first record
+        # must be larger than the room the BLANK leaves (less its 8 bytes)
+        room = os.path.getsize(self.path) - position
+        first = self._next_segment_first_record()
+        if first is not None and first + 8 <= room:
+            self._report("commitlog.early_blank", position,
+                         f"a BLANK record leaves {room} bytes here, yet the next segment's first record "
+                         f"({first} bytes) would have fitted: the bytes after it may have been overwritten "
+                         "(a batch of messages can also do this)", room=room, next_first_record=first)
+
+    def _next_segment_first_record(self) -> int | None:
+        """TOTALSIZE of the first record of the segment that follows this one (None if unreadable)."""
+        next_path = os.path.join(os.path.dirname(self.path), segment_name(self.base_offset + os.path.getsize(self.path)))
+        try:
+            with open(next_path, "rb") as f:
+                head = f.read(8)
+        except OSError:
+            return None
+        if len(head) < 8:
+            return None
+        total, magic = struct.unpack(">ii", head)
+        return total if magic in (commitlog.MAGIC_V1, commitlog.MAGIC_V2) and total > 0 else None
+
     def _found_after_end(self, end_position: int, stop: Stop, found: int) -> None:
         if self.strict:
-            self._report("commitlog.records_after_end", found,
-                         f"valid records after the end of the log at byte {end_position} ({stop.describe})",
-                         end_position=end_position)
+            self._report("commitlog.records_after_end", end_position,
+                         f"valid records from byte {found} on, after the end of the log here ({stop.describe})",
+                         first_position=found)
         if self._after_end is None:
             self._after_end = [end_position, stop, found, found, 0]
 
@@ -237,10 +276,10 @@ class SegmentReader:
         if info is None:
             return
         end_position, stop, first, last, count = info
-        self._report("commitlog.records_after_end", first,
-                     f"{count} valid record(s) from byte {first} to {last} lie after the end of the log at byte "
-                     f"{end_position} ({stop.describe}): RocketMQ would not see them",
-                     end_position=end_position, count=count, last_position=last)
+        self._report("commitlog.records_after_end", end_position,
+                     f"the log ends here ({stop.describe}) but {count} valid record(s) follow, from byte {first} to "
+                     f"{last}: RocketMQ would not see them",
+                     first_position=first, last_position=last, count=count)
 
     @staticmethod
     def _record_extent(buf: np.ndarray, buf_file_pos: int, pos: int) -> int:

@@ -27,10 +27,11 @@ class SegmentSummary:
 
 
 def scan_segment(path: str, base_offset: int, check_crc: bool = True,
-                 max_record_size: int = DEFAULT_MAX_RECORD) -> SegmentSummary:
+                 max_record_size: int = DEFAULT_MAX_RECORD, followed: bool = False) -> SegmentSummary:
+    """Scan one whole segment; ``followed``: a later segment of the store exists."""
     s = SegmentSummary()
     decoder = RecordDecoder((), extra_fields=("store_timestamp",), check_crc=check_crc, batch_rows=65536)
-    reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size)
+    reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size, followed=followed)
     for decoded in reader:
         ts = decoded.header.store_timestamp
         s.first_store_timestamp = int(ts[0]) if s.first_store_timestamp is None else s.first_store_timestamp

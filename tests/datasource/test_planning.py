@@ -8,28 +8,29 @@ from rocketstore_spark.datasource.planning import (MAX_AUTO_SPLIT, MIN_AUTO_SPLI
 from rocketstore_spark.store.discovery import Segment
 
 
-def _segments(sizes):
+def _segments(sizes, holes=None):
     out, base = [], 0
     for i, size in enumerate(sizes):
-        out.append((f"s{i % 2}", Segment(f"/x/{i}/{base:020d}", base, size)))
+        data_end = size - (holes[i] % (size + 1) if holes and i < len(holes) else 0)
+        out.append((f"s{i % 2}", Segment(f"/x/{i}/{base:020d}", base, size, data_end), i + 1 < len(sizes)))
         base += size
     return out
 
 
-@given(st.lists(st.integers(0, 5000), max_size=12), st.integers(1, 3000))
-def test_ranges_cover_each_segment_exactly_once(sizes, split_size):
-    segments = _segments(sizes)
+@given(st.lists(st.integers(0, 5000), max_size=12), st.integers(1, 3000), st.lists(st.integers(0, 5000)))
+def test_ranges_cover_the_data_of_each_segment_exactly_once(sizes, split_size, holes):
+    segments = _segments(sizes, holes)
     parts = plan_partitions(segments, split_size, parallelism=2)
     ranges = [r for p in parts for r in p.ranges]
-    for store, seg in segments:
+    for store, seg, followed in segments:
         mine = [r for r in ranges if r.path == seg.path]
-        assert all(r.store == store and r.base_offset == seg.base_offset for r in mine)
+        assert all(r.store == store and r.base_offset == seg.base_offset and r.followed == followed for r in mine)
         covered = [(r.start, r.end) for r in mine]
         expected_start = 0
         for start, end in covered:                 # contiguous, in order, non-empty
             assert start == expected_start and end > start
             expected_start = end
-        assert expected_start == seg.size          # an empty segment has no range at all
+        assert expected_start == seg.data_end      # an empty segment or a trailing hole has no range
     assert all(p.size == split_size for p in parts[:-1])
     assert not parts or 0 < parts[-1].size <= split_size
 

@@ -42,3 +42,15 @@ def test_queue_files_skip_what_is_not_a_regular_offset_named_file(tmp_path):
     m = StoreMap.of_root(tmp_path)
     assert [o for _, o in m.queue_files(q)] == [0, 6000]
     assert m.queue_dirs() == [("T", 0, q)]
+
+
+def test_discovery_knows_where_a_sparse_segment_s_data_ends(tmp_path):
+    cl = tmp_path / "commitlog"
+    cl.mkdir()
+    with open(cl / segment_name(0), "wb") as f:
+        f.write(b"\x01" * 10000)
+        f.truncate(1 << 30)                                          # a preallocated, mostly unwritten segment
+    (cl / segment_name(1 << 30)).write_bytes(b"\x01" * 5000)
+    first, second = discover(tmp_path)[0].segments
+    assert first.size == 1 << 30 and 10000 <= first.data_end <= 16384      # page granularity
+    assert second.data_end == second.size == 5000

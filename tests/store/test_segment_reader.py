@@ -219,8 +219,8 @@ def test_records_after_a_zero_fill_or_blank_in_the_middle_are_read_and_reported(
     assert offsets == [p for p, _ in placed if p != placed[10][0] and p < SEGMENT]
     (f,) = [f for f in findings if f.check == "commitlog.records_after_end"]
     later = [p for p, _ in placed[11:] if p < SEGMENT]
-    assert (f.file, f.file_position, f.severity) == (path, later[0], "error")
-    assert f.evidence["end_position"] == pos and f.evidence["count"] == len(later)
+    assert (f.file, f.file_position, f.severity) == (path, pos, "error")          # where the log "ends"
+    assert f.evidence["first_position"] == later[0] and f.evidence["count"] == len(later)
     assert f.evidence["last_position"] == later[-1]
     with pytest.raises(StoreError, match="records_after_end"):
         read_table(tmp_path, strict=True)
@@ -257,7 +257,8 @@ def test_a_sparse_giant_segment_is_skipped_through_its_holes(tmp_path):
         f.truncate(64 << 30)                                             # 64 GiB of hole, no data
     table, findings = read_table(tmp_path, columns=("topic",))
     assert table.column("physical_offset").to_pylist() == [p for p, _ in placed]
-    assert [f.check for f in findings] == ["commitlog.wrong_size"]
+    # the small first segment ends in zero fill though a later one exists; the giant one has the wrong size
+    assert sorted(f.check for f in findings) == ["commitlog.unclosed_segment", "commitlog.wrong_size"]
     reader = SegmentReader(str(big), SEGMENT, RecordDecoder(()), start=(32 << 30) + 5)
     assert list(reader) == [] and reader.result.records == 0
 
@@ -275,3 +276,29 @@ def test_strict_stops_on_every_error_finding_kind(tmp_path):
     with pytest.raises(StoreError, match="commitlog.gap"):
         read_table(other, strict=True)
     assert read_table(other)[0].num_rows > 0
+
+
+def test_a_segment_followed_by_another_must_end_with_a_blank(tmp_path):
+    placed = make_store(tmp_path, n=200, segment_size=16 * 1024)
+    cl = tmp_path / "commitlog"
+    first = sorted(cl.iterdir())[0]
+    last_in_first = max(p for p, _ in placed if p < 16 * 1024)
+    path, pos = patch(tmp_path, last_in_first, bytes(16 * 1024 - last_in_first), segment_size=16 * 1024)
+    table, findings = read_table(tmp_path, columns=("topic",))
+    assert [(f.check, f.file, f.file_position) for f in findings] == [("commitlog.unclosed_segment", str(first),
+                                                                       last_in_first)]
+    assert table.num_rows == len(placed) - 1
+    last = sorted(cl.iterdir())[-1]                                      # the last segment: a normal end
+    assert not [f for f in findings if f.file == str(last)]
+
+
+def test_a_blank_where_the_next_segments_first_record_would_have_fitted_is_reported(tmp_path):
+    placed = make_store(tmp_path, n=200, segment_size=16 * 1024)
+    in_first = [p for p, _ in placed if p < 16 * 1024]
+    victim = in_first[len(in_first) // 2]
+    path, pos = patch(tmp_path, victim, struct.pack(">ii", 16 * 1024 - victim, -875286124)
+                      + bytes(16 * 1024 - victim - 8), segment_size=16 * 1024)
+    table, findings = read_table(tmp_path, columns=("topic",))
+    (f,) = findings
+    assert (f.check, f.file, f.file_position, f.severity) == ("commitlog.early_blank", path, pos, "warning")
+    assert f.evidence["room"] == 16 * 1024 - victim
