@@ -11,14 +11,17 @@ BLANK fills, duplicate/overlapping/misnamed segments, stray and special files (s
 directories, sparse giants), and corrupt ConsumeQueue, IndexFile, checkpoint and consumerOffset.json files.
 
 Invariants per case:
-1. no exception from any reader (strict mode: only StoreError), no hang;
+1. no exception from any reader, no hang; strict mode raises StoreError exactly when the lenient read
+   reports an error (or a BODYCRC mismatch), naming one of those checks;
 2. the store's bytes are unchanged by reading;
 3. records that end before the first damaged byte of their segment, and records of untouched segments,
    read exactly as from the clean store;
 4. no physical offset is returned twice;
 5. every clean record that is not returned is covered by a finding in its segment file at or before its
    position (or about the whole file) — except records zeroed or blanked through the end of the last
-   segment's data, which no reader of the CommitLog alone can tell from a shorter log.
+   segment's data, and records replaced by a BLANK that RocketMQ itself could have written there (the next
+   segment's first record would not have fitted): no reader of the CommitLog alone can tell those from a
+   shorter log (the ConsumeQueues can).
 """
 from __future__ import annotations
 
@@ -178,7 +181,8 @@ def m_fill(c: Ctx, u: Undo, blank: bool) -> dict:
         fill = struct.pack(">ii", len(data) - pos, -875286124) + bytes(length - 8)
     data[pos:pos + length] = fill
     u.write(seg, data)
-    return {"segment": seg.name, "from": pos, "to": pos + length, "fill": True}
+    return {"segment": seg.name, "from": pos, "to": pos + length, "fill": True, "blank": blank and length >= 8,
+            "file_size": len(data)}
 
 
 def m_copy_segment(c: Ctx, u: Undo) -> dict:
@@ -317,10 +321,17 @@ def snapshot(store: Path) -> dict:
 def read_everything(store: Path) -> tuple[list[dict], list]:
     table, findings = read_table(store)
     rows = table.to_pylist()
+    # strict stops exactly on what the lenient read reports as an error (a BODYCRC mismatch included)
+    errors = {f.check for f in findings if f.severity == "error"}
+    if not all(r["body_crc_ok"] for r in rows):
+        errors.add("commitlog.body_crc")
     try:
         read_table(store, strict=True)
-    except StoreError:
-        pass
+        raised = None
+    except StoreError as e:
+        raised = e.finding.check
+    if (raised is None) != (not errors) or (raised is not None and raised not in errors):
+        raise AssertionError(f"strict raised {raised!r}; the lenient read's errors: {sorted(errors)}")
     layout = discover(store)[0]
     for k, seg in enumerate(layout.segments):
         findings += scan_segment(seg.path, seg.base_offset, followed=k + 1 < len(layout.segments)).findings
@@ -370,6 +381,11 @@ def check_case(store: Path, clean: dict, mutation: dict, rows: list[dict], findi
         if (mutation.get("fill") and seg == clean["last_segment"]
                 and mutation["to"] >= clean["written_end"][seg]):
             continue                                # filled to the end of the log: looks like a shorter log
+        if mutation.get("blank") and mutation["to"] >= mutation["file_size"]:
+            following = clean["by_offset"].get(want["segment_base_offset"] + mutation["file_size"])
+            room = mutation["file_size"] - mutation["from"]
+            if following is None or following["total_size"] + 8 > room:
+                continue                            # a BLANK exactly as RocketMQ would have written it
         path = str(store / "commitlog" / seg)
         if not any(f.file == path and (f.file_position is None or f.file_position <= want["file_position"])
                    for f in findings):
