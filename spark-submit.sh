@@ -5,6 +5,11 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 [ -x "$here/.venv/bin/python" ] || { echo "spark-submit.sh: run 'make setup' first" >&2; exit 1; }
+if [ $# -lt 1 ] || [ ! -f "$1" ]; then
+  echo "usage: ./spark-submit.sh JOB.py [job arguments]   e.g. ./spark-submit.sh jobs/store_summary.py --store PATH" >&2
+  [ $# -ge 1 ] && echo "spark-submit.sh: no such job file: $1" >&2
+  exit 2
+fi
 job="$1"; shift
 jars=$(ls "$here"/jars/*.jar 2>/dev/null | paste -sd, -)
 [ -n "$jars" ] || { echo "spark-submit.sh: no JARs in $here/jars: run 'make setup'" >&2; exit 1; }

@@ -6,7 +6,8 @@ Usage:
 Prints, per store and topic, the message count, record and body bytes, and the first and last store time;
 then one line per CommitLog segment whose scan found damage or CRC failures. With --output, both tables are
 also written as Delta Lake tables (``DIR/topics`` and ``DIR/segments``, overwritten). Exit status 3 when a
-segment is damaged, 0 otherwise.
+segment is damaged, 2 for a bad argument or a path that is not a store (checked before Spark starts), 0
+otherwise.
 """
 from __future__ import annotations
 
@@ -56,7 +57,19 @@ def main(spark, argv) -> int:
     return 3 if n_damaged else 0
 
 
+def check_paths(argv) -> None:
+    """Arguments and store paths are checked before Spark starts: a mistake costs no JVM start-up."""
+    from rocketstore_spark.store.discovery import StorePathError, discover
+    args = parse_args(argv)
+    try:
+        discover(args.store)
+    except StorePathError as e:
+        print(f"store_summary: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
+    check_paths(sys.argv[1:])
     from rocketstore_spark.session import get_spark
     session = get_spark("store_summary")
     code = main(session, sys.argv[1:])

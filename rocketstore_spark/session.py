@@ -14,12 +14,14 @@ import os
 import sys
 from pathlib import Path
 
+from rocketstore_spark.datasource import REQUIRED_SETTINGS
+
 JARS_DIR = Path(os.environ.get("ROCKETSTORE_JARS", Path(__file__).resolve().parents[1] / "jars"))
 
 # The one place for the Spark settings the sources rely on (conf/spark-defaults.conf holds only deployment
 # settings): Python filter pushdown, UTC timestamps, a small shuffle for store-sized aggregations.
 SESSION_SETTINGS = {
-    "spark.sql.python.filterPushdown.enabled": "true",
+    **REQUIRED_SETTINGS,
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "8",
@@ -33,7 +35,9 @@ DELTA_SETTINGS = {
 def delta_jars() -> list[str]:
     jars = sorted(glob.glob(str(JARS_DIR / "*.jar")))
     if not any("delta-spark" in Path(j).name for j in jars):
-        raise RuntimeError(f"Delta Lake JARs not found in {JARS_DIR}: run `make setup` (Maven fetches them)")
+        raise RuntimeError(f"Delta Lake JARs not found in {JARS_DIR}: in a checkout run `make setup` (Maven fetches "
+                           "them into jars/); elsewhere set ROCKETSTORE_JARS to a directory holding the "
+                           "delta-spark_2.13 and delta-storage JARs, or call get_spark(delta=False)")
     return jars
 
 

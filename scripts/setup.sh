@@ -23,7 +23,7 @@ echo "setup: creating .venv and installing rocketstore-spark[test]" >&2
 
 echo "setup: fetching Delta Lake JARs with Maven into jars/" >&2
 rm -f jars/*.jar
-(cd jars && mvn -q -B dependency:copy-dependencies -DoutputDirectory=. -DincludeScope=runtime)
+(cd jars && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory=. -DincludeScope=runtime)
 # Keep only what Spark does not already ship: a second copy of jackson, hadoop or parquet on the
 # classpath would shadow Spark's own and break it.
 .venv/bin/python - <<'PY'

@@ -24,6 +24,16 @@ def timestamp(ms: int | None):
     return EPOCH + dt.timedelta(milliseconds=int(ms))
 
 
+def validate_paths(options: Options, source: str = "", needs_root: bool = False) -> None:
+    """Fail when the DataFrame is created (driver), with a one-line message, if a path names no store, or
+    names a bare CommitLog directory where the source reads files of the store root."""
+    from rocketstore_spark.store.discovery import StorePathError, discover
+    for layout in discover(options.paths):
+        if needs_root and layout.root is None:
+            raise StorePathError(f"{layout.name} is a CommitLog directory: {source} reads the store root "
+                                 f"(the directory holding commitlog/, {layout.files.commitlog_dir.parent})")
+
+
 @dataclass(frozen=True)
 class FilesPartition(InputPartition):
     store: str
@@ -40,17 +50,21 @@ class TableSource(DataSource):
     SCHEMA = ""
     OPTIONS = Options
     READER: type
+    NEEDS_ROOT = True          # reads files of the store root, not only commitlog/
 
     @classmethod
     def name(cls):
         return cls.NAME
 
     def schema(self):
+        validate_paths(self.OPTIONS(self.options, self.name()), self.name(), self.NEEDS_ROOT)
         return self.SCHEMA
 
     def reader(self, schema):
         check_schema(schema, self.SCHEMA, self.name())
-        return self.READER(self.OPTIONS(self.options, self.name()), schema)
+        options = self.OPTIONS(self.options, self.name())
+        validate_paths(options, self.name(), self.NEEDS_ROOT)
+        return self.READER(options, schema)
 
 
 class TableReader(DataSourceReader):

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
                                     LessThan, LessThanOrEqual)
 from pyspark.sql.types import StructType
 
+from rocketstore_spark.datasource.base import validate_paths
 from rocketstore_spark.datasource.options import CommitLogOptions
 from rocketstore_spark.datasource.planning import ScanPartition, SegmentRange, plan_partitions, session_parallelism
 from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, check_schema
@@ -44,12 +45,15 @@ class RocketMQDataSource(DataSource):
     def name(cls) -> str:
         return "rocketmq"
 
-    def schema(self) -> str:
+    def schema(self):
+        validate_paths(CommitLogOptions(self.options))
         return COMMITLOG_SCHEMA
 
     def reader(self, schema: StructType) -> "RocketMQReader":
         check_schema(schema, COMMITLOG_SCHEMA, "rocketmq")
-        return RocketMQReader(CommitLogOptions(self.options), schema)
+        options = CommitLogOptions(self.options)
+        validate_paths(options)
+        return RocketMQReader(options, schema)
 
 
 class RocketMQReader(DataSourceReader):
@@ -97,6 +101,16 @@ class RocketMQReader(DataSourceReader):
             yield from commitlog_batches(segment_range, self.schema, self.filters, self.options)
 
 
+def _report(f) -> None:
+    """Findings of a scan go to the executor's log (rocketmq_segments shows them as data). A segment the
+    driver listed but this executor cannot open would silently shorten the result: that one fails the task,
+    with its file named."""
+    from rocketstore_spark.findings import StoreError
+    if f.check == "commitlog.unreadable":
+        raise StoreError(f)
+    log.warning(f.render())
+
+
 def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, options: CommitLogOptions):
     """Arrow batches of one SegmentRange with exactly the columns of ``schema``, filtered by ``filters``
     (executor). Filter columns the schema lacks are decoded too, for the row mask."""
@@ -114,8 +128,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
                             fixed_width=all(is_fixed_width(f.type) for f in arrow_schema))
     reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
-                           followed=segment_range.followed,
-                           on_finding=lambda f: log.warning(f.render()))
+                           followed=segment_range.followed, on_finding=_report)
     for decoded in reader:
         cols = {name: decoded.batch.column(name) for name in decoder.columns}
         if "store" in wanted:

@@ -59,3 +59,4 @@ class SegmentsDataSource(TableSource):
     SCHEMA = SEGMENTS_SCHEMA
     OPTIONS = SegmentsOptions
     READER = SegmentsReader
+    NEEDS_ROOT = False

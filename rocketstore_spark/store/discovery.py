@@ -70,6 +70,20 @@ class StoreLayout:
         return self.files.root
 
 
+class StorePathError(FileNotFoundError):
+    """A path that does not name a store, with a one-line message saying what it is and what to give."""
+
+
+def _local(part: str) -> str:
+    if part.startswith("file://"):
+        return part[len("file://"):]
+    scheme = part.split("://", 1)[0] if "://" in part else None
+    if scheme:
+        raise StorePathError(f"{part}: {scheme}:// is not supported: the store must be on a local (or mounted) "
+                             "file system of every Spark node; copy or mount it and give that path")
+    return part
+
+
 def _expand(paths) -> list[str]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -77,28 +91,53 @@ def _expand(paths) -> list[str]:
     for p in paths:
         p = str(p)
         for part in p.split(",") if "," in p and not os.path.exists(p) else [p]:
-            matches = sorted(glob.glob(part)) if glob.has_magic(part) else [part]
-            found.extend(matches)
+            part = _local(part.strip())
+            if glob.has_magic(part):
+                matches = sorted(glob.glob(part))
+                if not matches:
+                    raise StorePathError(f"{part}: the pattern matches nothing")
+                found.extend(matches)
+            else:
+                found.append(part)
     return found
 
 
+def _not_a_store(p: str, path: Path) -> StorePathError:
+    if not os.path.lexists(p):
+        return StorePathError(f"{p}: no such file or directory")
+    if path.is_file():
+        if OFFSET_NAME.match(path.name):
+            return StorePathError(f"{p} is a single CommitLog segment file: give its directory "
+                                  f"({path.parent}) or the store root")
+        return StorePathError(f"{p} is a file, not a store: give the store root (the directory holding "
+                              "commitlog/) or a CommitLog directory")
+    if not path.is_dir():
+        return StorePathError(f"{p} is not a directory (a broken link or a special file)")
+    return StorePathError(f"{p} is neither a RocketMQ store root (no commitlog/ inside) nor a CommitLog "
+                          "directory (no 20-digit segment files)")
+
+
 def discover(paths) -> list[StoreLayout]:
-    """Every store named by ``paths`` (a path, a glob, a comma-separated list, or a list of those)."""
+    """Every store named by ``paths`` (a path, a glob, a comma-separated list, or a list of those; ``file://``
+    URLs are local paths). Paths are made absolute here, on the driver, so executors with another working
+    directory read the same files; the ``store`` name stays as the user gave it. A path that names no store
+    raises StorePathError with a one-line message."""
     layouts = []
     expanded = _expand(paths)
     if not expanded:
-        raise FileNotFoundError(f"no store matches {paths!r}")
+        raise StorePathError(f"no store given ({paths!r})")
     for p in expanded:
-        path = Path(p)
-        if not path.exists():
-            raise FileNotFoundError(f"store path does not exist: {p}")
-        if StoreMap.of_root(path).commitlog_dir.is_dir():
-            layouts.append(_layout(str(path), StoreMap.of_root(path)))
-        elif path.is_dir() and any(OFFSET_NAME.match(n) for n in os.listdir(path)):
-            layouts.append(_layout(str(path), StoreMap(None, path)))
-        else:
-            raise FileNotFoundError(f"{p} is neither a RocketMQ store root (no commitlog/ inside) "
-                                    f"nor a CommitLog directory (no 20-digit segment files)")
+        path = Path(os.path.abspath(p))
+        try:
+            if StoreMap.of_root(path).commitlog_dir.is_dir():
+                layouts.append(_layout(p, StoreMap.of_root(path)))
+            elif path.is_dir() and any(OFFSET_NAME.match(n) for n in os.listdir(path)):
+                layouts.append(_layout(p, StoreMap(None, path)))
+            else:
+                raise _not_a_store(p, path)
+        except PermissionError as e:
+            raise StorePathError(f"{p}: permission denied ({e.filename}): the store must be readable by the "
+                                 "user running Spark") from None
     return layouts
 
 

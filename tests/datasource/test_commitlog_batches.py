@@ -33,3 +33,11 @@ def test_batches_hold_exactly_the_schema_columns_in_its_order(tmp_path):
     batches = _batches(tmp_path, "store STRING, queue_offset BIGINT, topic STRING")
     assert batches[0].schema.names == ["store", "queue_offset", "topic"]
     assert batches[0].column("store").to_pylist()[:2] == ["s", "s"]
+
+
+def test_a_segment_this_executor_cannot_open_fails_the_task_naming_it(tmp_path):
+    import pytest
+    from rocketstore_spark.findings import StoreError
+    rng = SegmentRange("s", str(tmp_path / "commitlog" / f"{0:020d}"), 0, 0, 4096)
+    with pytest.raises(StoreError, match="commitlog.unreadable.*00000000000000000000"):
+        list(commitlog_batches(rng, struct("topic STRING"), [], CommitLogOptions({"path": str(tmp_path)})))

@@ -43,7 +43,7 @@ def test_unknown_column_and_bad_option_fail_clearly(spark):
         spark.read.format("rocketmq").schema("nope STRING").load(str(g.store)).collect()
     with pytest.raises(Exception, match="splitSize"):
         spark.read.format("rocketmq").option("splitSize", "abc").load(str(g.store)).collect()
-    with pytest.raises(Exception, match="neither a RocketMQ store root"):
+    with pytest.raises(Exception, match="manifest.json is a file, not a store"):
         spark.read.format("rocketmq").load(str(g.path / "manifest.json")).collect()
 
 
@@ -124,3 +124,21 @@ def test_store_timestamp_literal_filter_is_exact_to_the_millisecond(spark):
     df = spark.read.format("rocketmq").schema("store_timestamp TIMESTAMP").load(str(g.store))
     assert df.where(f"store_timestamp >= TIMESTAMP '{literal}'").count() == sum(s >= t for s in stamps)
     assert df.where(f"store_timestamp < TIMESTAMP '{literal}'").count() == sum(s < t for s in stamps)
+
+
+def test_register_turns_on_what_the_sources_need(spark):
+    from rocketstore_spark.datasource import register
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")      # a user's own, plain session
+    register(spark)
+    df = spark.read.format("rocketmq").load(str(BY_ID["5.5.1/clean"].store))
+    assert df.where("queue_id = 0").count() > 0
+
+
+def test_a_bad_path_fails_when_the_dataframe_is_created_with_one_clear_line(spark, tmp_path):
+    from pyspark.errors import PySparkException
+    for source in ("rocketmq", "rocketmq_consumequeue"):
+        with pytest.raises(PySparkException, match="/nope/store: no such file or directory"):
+            spark.read.format(source).load("/nope/store")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(PySparkException, match="is a file, not a store"):
+        spark.read.format("rocketmq").schema("topic STRING").load(str(tmp_path / "notes.txt")).collect()

@@ -140,3 +140,12 @@ def test_every_source_reads_a_hostile_copy_of_a_store(spark, tmp_path):
     assert idx.where(F.col("file") == index.name).count() == 255          # what the 256-entry file holds
     offsets = spark.read.format("rocketmq_consumer_offsets").load(str(store)).collect()
     assert [(r.consumer_offset, r.source_file.rsplit("/", 1)[1]) for r in offsets] == [(3, "consumerOffset.json.bak")]
+
+
+def test_a_commitlog_directory_given_to_a_store_table_says_why_it_cannot_be_read(spark):
+    from pyspark.errors import PySparkException
+    cl = BY_ID["5.5.1/clean"].store / "commitlog"
+    for source in ("rocketmq_consumequeue", "rocketmq_checkpoint", "rocketmq_index", "rocketmq_consumer_offsets"):
+        with pytest.raises(PySparkException, match=f"is a CommitLog directory: {source} reads the store root"):
+            spark.read.format(source).load(str(cl)).collect()
+    assert spark.read.format("rocketmq_segments").load(str(cl)).count() == 4

@@ -24,3 +24,15 @@ def test_store_summary_reports_damage_and_writes_delta(spark, tmp_path, capsys):
 
 def test_store_summary_clean_store_exits_zero(spark):
     assert store_summary.main(spark, ["--store", str(BY_ID["5.5.1/clean"].store)]) == 0
+
+
+def test_a_bad_store_path_fails_fast_before_spark_starts():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "jobs/store_summary.py", "--store", "/nope"], cwd=root,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "store_summary: /nope: no such file or directory"
+    assert "Traceback" not in proc.stderr and "SparkContext" not in proc.stderr

@@ -98,7 +98,7 @@ def test_discovery_reports_gaps_sizes_and_strays(tmp_path):
     checks = sorted(f.check for f in discover(tmp_path)[0].findings)
     assert checks == ["commitlog.gap", "commitlog.wrong_size", "store.stray_file"]
     assert {f.severity for f in discover(tmp_path)[0].findings} == {"error", "warning"}
-    with pytest.raises(FileNotFoundError, match="neither a RocketMQ store root"):
+    with pytest.raises(FileNotFoundError, match="notes.txt is a file, not a store"):
         discover(str(cl / "notes.txt"))
 
 
