@@ -18,7 +18,10 @@ def register(spark) -> None:
         sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
     except Exception:                            # noqa: BLE001 — Connect raises its own not-supported error
         pass
+    from rocketstore_spark.datasource.commitlog import RocketMQPushdownDataSource, pushdown_is_scan_scoped
     for source in sources():
+        if source.name() == "rocketmq" and pushdown_is_scan_scoped(spark):
+            source = RocketMQPushdownDataSource
         spark.dataSource.register(source)
 
 

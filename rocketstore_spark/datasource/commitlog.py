@@ -13,9 +13,10 @@ requested column is fixed-width).
 
 Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec.decoder over
 store.segment_reader and ships Arrow batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python
-sources, so a narrow user schema is how to avoid decoding and shipping bodies. Pushed filters (enable
-``spark.sql.python.filterPushdown.enabled``; the session helper does) are applied exactly, row by row, in the
-worker: ``store``/``topic``/``queue_id``/``transaction_type`` =, IN; ranges and = on ``physical_offset``
+sources, so a narrow user schema is how to avoid decoding and shipping bodies. Filter pushdown is used only
+where Spark keeps a pushed-down plan with its own scan (``pushdown_is_scan_scoped``: not Spark 4.2.0, which
+would reuse it for later unfiltered scans of the same DataFrame); there, pushed filters are applied exactly,
+row by row, in the worker: ``store``/``topic``/``queue_id``/``transaction_type`` =, IN; ranges and = on ``physical_offset``
 (whole segments outside the range are never read), ``queue_offset``, ``store_timestamp``,
 ``born_timestamp``. Damaged records become log lines and ``rocketmq_segments`` rows, not failed jobs.
 """
@@ -39,7 +40,9 @@ SET_COLUMNS = {"store", "topic", "queue_id", "transaction_type"}
 
 
 class RocketMQDataSource(DataSource):
-    """Apache RocketMQ CommitLog messages (see module docstring for the manual)."""
+    """Apache RocketMQ CommitLog messages (see module docstring for the manual). Without filter pushdown:
+    registered where Spark would leak a pushed-down scan into later scans (``pushdown_is_scan_scoped``)."""
+    PUSHDOWN = False
 
     @classmethod
     def name(cls) -> str:
@@ -53,26 +56,34 @@ class RocketMQDataSource(DataSource):
         check_schema(schema, COMMITLOG_SCHEMA, "rocketmq")
         options = CommitLogOptions(self.options)
         validate_paths(options)
-        return RocketMQReader(options, schema)
+        return (PushdownRocketMQReader if self.PUSHDOWN else RocketMQReader)(options, schema)
+
+
+class RocketMQPushdownDataSource(RocketMQDataSource):
+    """``rocketmq`` with filter pushdown, for Sparks that keep a pushed-down plan with its own scan."""
+    PUSHDOWN = True
+
+
+def pushdown_is_scan_scoped(spark) -> bool:
+    """Does this Spark keep the reader planned by filter pushdown with the one scan it was planned for?
+
+    Spark 4.2.0 stores it on the DataFrame's relation and reuses it for every later scan of that DataFrame
+    that pushes no filter: ``df.where("topic = 'A'").count()`` followed by ``df.count()`` would return the
+    filtered count. Later Sparks keep it in the scan builder (a ``readInfo`` field there); only then is our
+    pushdown safe. Checked on the driver through the JVM; False where that cannot be seen (Spark Connect)."""
+    try:
+        builder = spark._jvm.java.lang.Class.forName(
+            "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder")
+        return any(f.getName() == "readInfo" for f in builder.getDeclaredFields())
+    except Exception:                       # noqa: BLE001 — no JVM gateway (Connect) or another Spark
+        return False
 
 
 class RocketMQReader(DataSourceReader):
     def __init__(self, options: CommitLogOptions, schema: StructType):
         self.options = options
         self.schema = schema
-        self.filters: list = []
-
-    # ------------------------------------------------------------------------------ driver side
-
-    def pushFilters(self, filters):
-        for f in filters:
-            column = f.attribute[0] if len(f.attribute) == 1 else None
-            if isinstance(f, (EqualTo, In)) and column in SET_COLUMNS | RANGE_COLUMNS:
-                self.filters.append(f)
-            elif isinstance(f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)) and column in RANGE_COLUMNS:
-                self.filters.append(f)
-            else:
-                yield f
+        self.filters: list = []       # pushed filters (PushdownRocketMQReader only)
 
     def partitions(self):
         from rocketstore_spark.datasource.filters import physical_offset_bounds, store_allowed
@@ -99,6 +110,23 @@ class RocketMQReader(DataSourceReader):
     def read(self, partition: ScanPartition):
         for segment_range in partition.ranges:
             yield from commitlog_batches(segment_range, self.schema, self.filters, self.options)
+
+
+class PushdownRocketMQReader(RocketMQReader):
+    """Accepts filters on store, topic, queue_id, transaction_type (=, IN) and ranges on the offset and
+    timestamp columns; applies them exactly in the executor, and skips segments outside a physical_offset
+    range on the driver."""
+
+    def pushFilters(self, filters):
+        self.filters = []
+        for f in filters:
+            column = f.attribute[0] if len(f.attribute) == 1 else None
+            if isinstance(f, (EqualTo, In)) and column in SET_COLUMNS | RANGE_COLUMNS:
+                self.filters.append(f)
+            elif isinstance(f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)) and column in RANGE_COLUMNS:
+                self.filters.append(f)
+            else:
+                yield f
 
 
 def _report(f) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rocketstore_spark.codec.encode import Message, SegmentWriter
-from rocketstore_spark.datasource.commitlog import RocketMQDataSource
+from rocketstore_spark.datasource.commitlog import RocketMQPushdownDataSource
 from rocketstore_spark.datasource.schemas import struct
 from tests.builders import write_segments
 from tests.codec.test_golden_decode import actual_row, expected_row
@@ -73,7 +73,7 @@ def test_pushed_filters_give_the_same_rows_as_spark(spark, condition):
 def test_physical_offset_filter_skips_whole_segments():
     from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
     g = BY_ID["4.9.8/clean"]
-    reader = RocketMQDataSource({"path": str(g.store)}).reader(struct("physical_offset BIGINT"))
+    reader = RocketMQPushdownDataSource({"path": str(g.store)}).reader(struct("physical_offset BIGINT"))
 
     def segments_read():
         return [r.base_offset for p in reader.partitions() for r in p.ranges]
@@ -142,3 +142,13 @@ def test_a_bad_path_fails_when_the_dataframe_is_created_with_one_clear_line(spar
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(PySparkException, match="is a file, not a store"):
         spark.read.format("rocketmq").schema("topic STRING").load(str(tmp_path / "notes.txt")).collect()
+
+
+def test_a_filtered_query_does_not_leak_into_later_queries_of_the_same_dataframe(spark):
+    g = BY_ID["5.5.1/clean"]
+    msgs = spark.read.format("rocketmq").load(str(g.store))
+    topic_test = sum(m["topic"] == "TopicTest" for m in g.messages)
+    assert msgs.where("topic = 'TopicTest'").count() == topic_test
+    assert msgs.count() == len(g.messages)
+    assert msgs.where("physical_offset < 1000").count() == sum(m["physical_offset"] < 1000 for m in g.messages)
+    assert msgs.groupBy().count().collect()[0][0] == len(g.messages)
