@@ -2,14 +2,50 @@
 
 RocketMQ hashes Java strings (UTF-16 code units): the ConsumeQueue tagsCode is ``TAGS.hashCode()``
 sign-extended to 64 bits, and IndexFile keys use ``abs(hashCode)`` with ``Integer.MIN_VALUE -> 0``
-(docs/format/consumequeue.md, docs/format/indexfile.md). The bytes on disk are UTF-8, so this decodes UTF-8 to UTF-16 code units on
-the fly (supplementary characters become surrogate pairs; a malformed byte counts as U+FFFD, as Java's
-decoder replaces it). Pure and compiled; runs wherever it is called.
+(docs/format/consumequeue.md, docs/format/indexfile.md). The bytes on disk are UTF-8, so this decodes UTF-8
+to UTF-16 code units on the fly (supplementary characters become surrogate pairs; malformed input counts as
+one U+FFFD per maximal invalid subpart, as Java's decoder replaces it). Pure and compiled; runs wherever it is called.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _code_point(buf, i, end):
+    """(code point, bytes used) of the UTF-8 sequence at buf[i]. A malformed sequence is one U+FFFD over its
+    maximal valid prefix (at least one byte): how Java's UTF-8 decoder (and Python's) replaces it."""
+    b0 = np.int64(buf[i])
+    if b0 < 0x80:
+        return b0, 1
+    lo, hi = 0x80, 0xBF                      # the range of the second byte; later ones are always 80..BF
+    if 0xC2 <= b0 <= 0xDF:
+        need, cp = 1, b0 & 0x1F
+    elif 0xE0 <= b0 <= 0xEF:
+        need, cp = 2, b0 & 0x0F
+        if b0 == 0xE0:
+            lo = 0xA0                        # no overlong forms
+        elif b0 == 0xED:
+            hi = 0x9F                        # no surrogates
+    elif 0xF0 <= b0 <= 0xF4:
+        need, cp = 3, b0 & 0x07
+        if b0 == 0xF0:
+            lo = 0x90
+        elif b0 == 0xF4:
+            hi = 0x8F                        # nothing above U+10FFFF
+    else:
+        return np.int64(0xFFFD), 1
+    j = i + 1
+    for k in range(need):
+        if j >= end:
+            return np.int64(0xFFFD), j - i
+        b = np.int64(buf[j])
+        if (k == 0 and (b < lo or b > hi)) or (k > 0 and (b < 0x80 or b > 0xBF)):
+            return np.int64(0xFFFD), j - i
+        cp = (cp << 6) | (b & 0x3F)
+        j += 1
+    return cp, j - i
 
 
 @numba.njit(cache=True, nogil=True)
@@ -19,29 +55,7 @@ def java_hash_span(buf, start, length):
     i = start
     end = start + length
     while i < end:
-        b0 = np.int64(buf[i])
-        cp = np.int64(0xFFFD)
-        n = 1
-        if b0 < 0x80:
-            cp = b0
-        elif b0 >= 0xC2 and b0 < 0xE0 and i + 1 < end and (buf[i + 1] & 0xC0) == 0x80:
-            cp = ((b0 & 0x1F) << 6) | (buf[i + 1] & 0x3F)
-            n = 2
-        elif b0 >= 0xE0 and b0 < 0xF0 and i + 2 < end and (buf[i + 1] & 0xC0) == 0x80 \
-                and (buf[i + 2] & 0xC0) == 0x80:
-            cp = ((b0 & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (buf[i + 2] & 0x3F)
-            n = 3
-            if cp < 0x800 or (cp >= 0xD800 and cp < 0xE000):
-                cp = 0xFFFD
-                n = 1
-        elif b0 >= 0xF0 and b0 < 0xF5 and i + 3 < end and (buf[i + 1] & 0xC0) == 0x80 \
-                and (buf[i + 2] & 0xC0) == 0x80 and (buf[i + 3] & 0xC0) == 0x80:
-            cp = (((b0 & 0x07) << 18) | ((np.int64(buf[i + 1]) & 0x3F) << 12)
-                  | ((np.int64(buf[i + 2]) & 0x3F) << 6) | (buf[i + 3] & 0x3F))
-            n = 4
-            if cp < 0x10000 or cp > 0x10FFFF:
-                cp = 0xFFFD
-                n = 1
+        cp, n = _code_point(buf, i, end)
         if cp >= 0x10000:
             v = cp - 0x10000
             h = (31 * h + 0xD800 + (v >> 10)) & 0xFFFFFFFF

@@ -6,8 +6,8 @@ shorter than 3 is ignored; the first 0x01 at or after the piece start separates 
 leave both non-empty (so a value may contain 0x01); a later duplicate name overwrites the earlier value.
 
 Derived values, as RocketMQ derives them: ``tags_code`` = ``TAGS.hashCode()`` sign-extended (0 without
-TAGS), or for ``SCHEDULE_TOPIC_XXXX`` records with ``DELAY`` the delivery time
-``store_timestamp + delay(min(level, max_level))``; ``keys`` = non-empty pieces of ``KEYS`` split on single
+TAGS), or for ``SCHEDULE_TOPIC_XXXX`` records with ``DELAY`` (parsed like Java's ``Integer.parseInt``:
+a sign, digits, int32) above 0 the delivery time ``store_timestamp + delay(min(level, max_level))``; ``keys`` = non-empty pieces of ``KEYS`` split on single
 spaces (``IndexService.buildIndex``). Pure and compiled; runs wherever records are decoded.
 """
 from __future__ import annotations
@@ -118,6 +118,32 @@ def special_spans(special, which, val_pos, val_len, n):
     return pos, lens, valid
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _java_parse_int(buf, pos, length):
+    """(ok, value) of ``Integer.parseInt`` over buf[pos:pos+length]: an optional sign, decimal digits, within
+    int32. RocketMQ parses DELAY this way (a value it cannot parse makes it reject the record)."""
+    i, negative = 0, False
+    if length > 0 and (buf[pos] == 43 or buf[pos] == 45):          # + or -
+        negative = buf[pos] == 45
+        i = 1
+    if i >= length:
+        return False, np.int64(0)
+    value = np.int64(0)
+    while i < length:
+        c = buf[pos + i]
+        if c < 48 or c > 57:
+            return False, np.int64(0)
+        value = value * 10 + (c - 48)
+        if value > 2147483648:
+            return False, np.int64(0)
+        i += 1
+    if negative:
+        value = -value
+    if value > 2147483647:
+        return False, np.int64(0)
+    return True, value
+
+
 @numba.njit(cache=True, nogil=True)
 def tags_codes(buf, special, val_pos, val_len, topic_pos, topic_len, store_timestamp, delay_ms, n):
     out = np.zeros(n, dtype=np.int64)
@@ -128,14 +154,7 @@ def tags_codes(buf, special, val_pos, val_len, topic_pos, topic_len, store_times
             out[r] = java_hash_span(buf, val_pos[j], val_len[j])      # int32, sign-extended
         d = special[r, SPECIAL_DELAY]
         if d >= 0 and span_equals(buf, topic_pos[r], topic_len[r], SCHEDULE_TOPIC):
-            level = 0
-            ok = val_len[d] > 0
-            for i in range(val_len[d]):
-                c = buf[val_pos[d] + i]
-                if c < 48 or c > 57 or level > 100000000:
-                    ok = False
-                    break
-                level = level * 10 + (c - 48)
+            ok, level = _java_parse_int(buf, val_pos[d], val_len[d])
             if ok:
                 level = min(level, max_level)
                 if level > 0:

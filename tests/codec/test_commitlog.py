@@ -192,3 +192,14 @@ def test_an_empty_body_has_no_crc_check(tmp_path):
     assert table.column("body_crc_ok").to_pylist() == [True, False]
     summary = scan_segment(str(tmp_path / "commitlog" / f"{0:020d}"), 0)
     assert summary.crc_failures == 1 and [f.check for f in summary.findings] == ["commitlog.body_crc"]
+
+
+def test_delay_levels_parse_like_java_integer_parse_int(tmp_path):
+    """RocketMQ reads DELAY with Integer.parseInt, clamps it to the highest level and uses it when > 0."""
+    levels = ["+3", "2147483647", "-2", "0", "2147483648", "3x", ""]
+    msgs = [Message(topic="SCHEDULE_TOPIC_XXXX", properties={"DELAY": v, "TAGS": "x"}) for v in levels]
+    write_store(tmp_path, msgs)
+    codes = read_table(tmp_path, columns=("tags_code",))[0].column("tags_code").to_pylist()
+    st = 1_700_000_000_123
+    assert codes == [st + 10_000, st + 7_200_000, java_hash("x"), java_hash("x"), java_hash("x"), java_hash("x"),
+                     java_hash("x")]

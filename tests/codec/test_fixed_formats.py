@@ -114,3 +114,19 @@ def test_index_hash_of_golden_keys():
     keys = [k for m in g.messages for k in m["index_keys"]]
     assert any("#T#" in k["key"] for k in keys)              # 5.5.1 indexes TAGS too
     assert all(index_hash(k["key"]) == k["hash"] for k in keys)
+
+
+@given(st.binary(max_size=64))
+def test_java_hash_of_any_bytes_replaces_malformed_utf8_as_java_does(data):
+    """Java's (and Python's) UTF-8 decoder puts one U+FFFD for each maximal invalid subpart: E4 B8 41 is
+    U+FFFD then 'A', not two U+FFFD."""
+    import numpy as np
+    from rocketstore_spark.codec.javahash import java_hash, java_hash_span
+    arr = np.frombuffer(data, dtype=np.uint8)
+    assert int(java_hash_span(arr, 0, len(arr))) == java_hash(data.decode("utf-8", "replace"))
+
+
+def test_java_hash_truncated_sequence_vector():
+    import numpy as np
+    from rocketstore_spark.codec.javahash import java_hash_span
+    assert int(java_hash_span(np.frombuffer(b"\xe4\xb8A", dtype=np.uint8), 0, 3)) == 31 * 0xFFFD + ord("A")
