@@ -100,8 +100,7 @@ class RocketMQReader(DataSourceReader):
             if self.options.strict:
                 raise_first_error(layout.findings)
             # a segment wholly outside the physical offset range is never read
-            last = len(layout.segments) - 1
-            selected += [(layout.name, seg, k < last) for k, seg in enumerate(layout.segments)
+            selected += [(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)
                          if seg.base_offset + seg.size > lo and seg.base_offset <= hi]
         return plan_partitions(selected, self.options.split_size, session_parallelism()) or [ScanPartition(())]
 

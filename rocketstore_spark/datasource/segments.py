@@ -23,8 +23,7 @@ class SegmentsReader(TableReader):
         parts = []
         for layout in layouts:
             # layout findings about a segment (wrong size, gap, ...) travel with it
-            last = len(layout.segments) - 1
-            items = [(seg.path, seg.base_offset, seg.size, k < last,
+            items = [(seg.path, seg.base_offset, seg.size, layout.followed(k),
                       tuple(f for f in layout.findings if f.file == seg.path))
                      for k, seg in enumerate(layout.segments)]
             for i in range(0, len(items), per_partition):

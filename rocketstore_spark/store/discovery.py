@@ -25,10 +25,19 @@ class Segment:
     base_offset: int
     size: int
     data_end: int = -1            # end of the last data region (< size when the file ends in a hole)
+    blank_head: bool = False      # its first 8 bytes are zero: nothing was ever written (a preallocated file)
 
     def __post_init__(self):
         if self.data_end < 0:
             object.__setattr__(self, "data_end", self.size)
+
+
+def _blank_head(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return not any(f.read(8))
+    except OSError:
+        return True
 
 
 def data_end(path: str, size: int) -> int:
@@ -68,6 +77,11 @@ class StoreLayout:
     @property
     def root(self) -> Path | None:
         return self.files.root
+
+    def followed(self, k: int) -> bool:
+        """Does a segment after the k-th hold records? RocketMQ then closed the k-th with a BLANK. Files the
+        broker preallocated and never wrote to do not count."""
+        return any(not s.blank_head for s in self.segments[k + 1:])
 
 
 class StorePathError(FileNotFoundError):
@@ -155,7 +169,8 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
                                     "file name is not a 20-digit offset within int64 (ignored)"))
         else:
             size = os.stat(entry.path).st_size
-            segments.append(Segment(entry.path, base_offset, size, data_end(entry.path, size)))
+            segments.append(Segment(entry.path, base_offset, size, data_end(entry.path, size),
+                                    _blank_head(entry.path)))
     sizes = Counter(s.size for s in segments if s.size > 0)
     segment_size = sizes.most_common(1)[0][0] if sizes else None
     for prev, seg in zip(segments, segments[1:]):

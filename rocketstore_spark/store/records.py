@@ -32,7 +32,7 @@ def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEV
             raise_first_error(layout.findings)
         for k, seg in enumerate(layout.segments):
             reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict,
-                                   followed=k + 1 < len(layout.segments))
+                                   followed=layout.followed(k))
             for decoded in reader:
                 store = pa.repeat(pa.scalar(layout.name, pa.string()), decoded.n)
                 batches.append(pa.RecordBatch.from_arrays(

@@ -334,7 +334,7 @@ def read_everything(store: Path) -> tuple[list[dict], list]:
         raise AssertionError(f"strict raised {raised!r}; the lenient read's errors: {sorted(errors)}")
     layout = discover(store)[0]
     for k, seg in enumerate(layout.segments):
-        findings += scan_segment(seg.path, seg.base_offset, followed=k + 1 < len(layout.segments)).findings
+        findings += scan_segment(seg.path, seg.base_offset, followed=layout.followed(k)).findings
     files = StoreMap.of_root(store)
     for _, _, qdir in files.queue_dirs():
         for _ in read_queue(str(qdir)):
