@@ -429,9 +429,12 @@ class HeaderColumns:
         self.n = n
         self.fields = frozenset(fields)
         self.want = np.array([name in self.fields for name in HEADER_FIELDS], dtype=np.bool_)
-        self.arrays = tuple(np.empty(n if wanted else 0, dtype=dtype)
-                            for wanted, dtype in zip(self.want, HEADER_DTYPES))
-        self._by_name = {name: arr for name, arr, wanted in zip(HEADER_FIELDS, self.arrays, self.want) if wanted}
+        self._set_arrays(tuple(np.empty(n if wanted else 0, dtype=dtype)
+                               for wanted, dtype in zip(self.want, HEADER_DTYPES)))
+
+    def _set_arrays(self, arrays: tuple) -> None:
+        self.arrays = arrays
+        self._by_name = {name: arr for name, arr, wanted in zip(HEADER_FIELDS, arrays, self.want) if wanted}
 
     def __getattr__(self, name: str) -> np.ndarray:
         by_name = self.__dict__.get("_by_name", {})
@@ -445,8 +448,7 @@ class HeaderColumns:
         out.n = int(mask.sum())
         out.fields = self.fields
         out.want = self.want
-        out.arrays = tuple(a[mask] if len(a) else a for a in self.arrays)
-        out._by_name = {name: arr for name, arr, wanted in zip(HEADER_FIELDS, out.arrays, self.want) if wanted}
+        out._set_arrays(tuple(a[mask] if len(a) else a for a in self.arrays))
         return out
 
     def decode(self, buf, buf_file_pos: int, positions: np.ndarray) -> "HeaderColumns":

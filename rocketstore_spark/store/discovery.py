@@ -32,34 +32,26 @@ class Segment:
             object.__setattr__(self, "data_end", self.size)
 
 
-def _blank_head(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return not any(f.read(8))
-    except OSError:
-        return True
-
-
-def data_end(path: str, size: int) -> int:
-    """Where the file's data ends: the start of a trailing hole (a sparse file, such as the last segment a
-    broker preallocated), else its size. One open and a few lseeks; where the file system cannot tell,
-    the size."""
+def probe(path: str, size: int) -> tuple[int, bool]:
+    """(data_end, blank_head) of a segment file, with one open: where its data ends (the start of a trailing
+    hole — a sparse file such as the last segment a broker preallocated — else its size; the size where the
+    file system cannot tell), and whether its first 8 bytes are zero (nothing was ever written there)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return size
+        return size, True
     try:
+        blank_head = not any(os.pread(fd, 8, 0))
         end, pos = 0, 0
         while pos < size:
             try:
                 start = os.lseek(fd, pos, os.SEEK_DATA)
             except OSError as e:
-                return end if e.errno == errno.ENXIO else size
-            pos = os.lseek(fd, start, os.SEEK_HOLE)
-            end = pos
-        return min(end, size)
+                return (end if e.errno == errno.ENXIO else size), blank_head
+            pos = end = os.lseek(fd, start, os.SEEK_HOLE)
+        return min(end, size), blank_head
     except OSError:
-        return size
+        return size, True
     finally:
         os.close(fd)
 
@@ -169,8 +161,7 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
                                     "file name is not a 20-digit offset within int64 (ignored)"))
         else:
             size = os.stat(entry.path).st_size
-            segments.append(Segment(entry.path, base_offset, size, data_end(entry.path, size),
-                                    _blank_head(entry.path)))
+            segments.append(Segment(entry.path, base_offset, size, *probe(entry.path, size)))
     sizes = Counter(s.size for s in segments if s.size > 0)
     segment_size = sizes.most_common(1)[0][0] if sizes else None
     for prev, seg in zip(segments, segments[1:]):
