@@ -36,6 +36,7 @@ class Check:
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RECORDS = "CommitLog records"
 LAYOUT = "Store layout"
+INDEX = "IndexFiles"
 
 CATALOGUE: tuple[Check, ...] = (
     Check("commitlog.bad_magic", _E, RECORDS,
@@ -128,6 +129,13 @@ CATALOGUE: tuple[Check, ...] = (
           "a directory or special file in `commitlog/`",
           "ignored",
           "ignored"),
+    Check("index.unknown_geometry", _E, INDEX,
+          "an IndexFile holding entries whose slot count (the broker's maxHashSlotNum) cannot be established: "
+          "the given `hashSlotNum` does not fit its size, or no single slot count fits both its size and its "
+          "entries (docs/format/indexfile.md)",
+          "— (the broker always knows its own setting; a changed setting makes it misread older files)",
+          "`rocketmq_index` fails naming the file (give `hashSlotNum`); `rocketmq_index_header` shows the "
+          "file with no geometry and the reason"),
 )
 
 CHECKS: dict[str, Check] = {c.id: c for c in CATALOGUE}

@@ -1,8 +1,12 @@
 """``spark.read.format("rocketmq_index")``: one row per IndexFile entry; ``rocketmq_index_header``: one row
 per IndexFile (its header and geometry).
 
-Option ``hashSlotNum`` (the broker's maxHashSlotNum, default 5,000,000) fixes the geometry. One partition per
-IndexFile; planning lists the files (driver), reading opens them read-only (Spark's Python workers).
+The geometry (slot and entry counts) is broker configuration, not stored in the file: option ``hashSlotNum``
+(the broker's maxHashSlotNum) gives it; without it each file's geometry is inferred from its size and
+entries (store.indexes.resolve_geometry). A file with entries whose geometry cannot be established fails
+``rocketmq_index`` with a message naming it (``index.unknown_geometry``) rather than returning no rows;
+``rocketmq_index_header`` shows it with ``geometry_problem``. One partition per IndexFile; planning lists
+the files (driver), reading opens them read-only (Spark's Python workers).
 """
 from __future__ import annotations
 
@@ -18,17 +22,27 @@ from rocketstore_spark.datasource.schemas import INDEX_HEADER_SCHEMA, INDEX_SCHE
 
 class _IndexFilesReader(TableReader):
     def partitions(self):
-        parts = [FilesPartition(layout.name, layout.files, (str(f),))
-                 for layout in self.layouts() for f in layout.files.index_files()]
+        """One per IndexFile (driver); without hashSlotNum each carries the slot count its store's files
+        agree on, for a file that cannot be inferred alone."""
+        from rocketstore_spark.store.indexes import store_slot_count
+        parts = []
+        for layout in self.layouts():
+            files = [str(f) for f in layout.files.index_files()]
+            slots = store_slot_count(files) if self.options.hash_slot_num is None and files else None
+            parts += [FilesPartition(layout.name, layout.files, (f, slots)) for f in files]
         return parts or [EMPTY]
+
+    def view(self, partition: FilesPartition):
+        from rocketstore_spark.store.indexes import read_index_file
+        path, store_slots = partition.items
+        return read_index_file(path, self.options.hash_slot_num, store_slots)
 
 
 class IndexHeaderReader(_IndexFilesReader):
     def read(self, partition: FilesPartition):
         if not partition.items:
             return
-        from rocketstore_spark.store.indexes import read_index_file
-        idx = read_index_file(partition.items[0], self.options.hash_slot_num)
+        idx = self.view(partition)
         h = idx.header
         yield self.project({
             "store": partition.store, "file": os.path.basename(idx.path), "file_size": idx.file_size,
@@ -37,6 +51,7 @@ class IndexHeaderReader(_IndexFilesReader):
             "hash_slot_count": h["hash_slot_count"], "index_count": h["index_count"],
             "hash_slot_num": idx.geometry.hash_slot_num if idx.geometry else None,
             "index_num": idx.geometry.index_num if idx.geometry else None,
+            "geometry_source": idx.geometry_source, "geometry_problem": idx.problem,
         })
 
 
@@ -47,8 +62,11 @@ class IndexReader(_IndexFilesReader):
         import pyarrow as pa
 
         from rocketstore_spark.codec.arrow import TIMESTAMP_TYPE, fixed_array
-        from rocketstore_spark.store.indexes import iter_entries, read_index_file
-        idx = read_index_file(partition.items[0], self.options.hash_slot_num)
+        from rocketstore_spark.store.indexes import iter_entries
+        idx = self.view(partition)
+        if idx.geometry is None and idx.header["index_count"] > 1:
+            from rocketstore_spark.findings import StoreError, finding
+            raise StoreError(finding("index.unknown_geometry", idx.path, None, idx.problem))
         begin = int(idx.header["begin_timestamp"])
         name = os.path.basename(idx.path)
         for first, e in iter_entries(idx):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketstore_spark.codec.indexfile import DEFAULT_HASH_SLOT_NUM
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD as DEFAULT_MAX_RECORD_SIZE
 
@@ -101,11 +100,12 @@ class SegmentsOptions(Options):
 
 @dataclass(frozen=True, init=False)
 class IndexOptions(Options):
-    """``rocketmq_index``, ``rocketmq_index_header``: hashSlotNum (the broker's maxHashSlotNum)."""
-    hash_slot_num: int
+    """``rocketmq_index``, ``rocketmq_index_header``: hashSlotNum (the broker's maxHashSlotNum; by default
+    inferred per file, store.indexes.resolve_geometry)."""
+    hash_slot_num: int | None
 
     SOURCE = "rocketmq_index"
     KNOWN = ("path", "paths", "hashSlotNum")
 
     def _parse(self, opts):
-        self._set("hash_slot_num", _int(opts.get("hashslotnum"), "hashSlotNum", DEFAULT_HASH_SLOT_NUM, 1))
+        self._set("hash_slot_num", _int(opts.get("hashslotnum"), "hashSlotNum", None, 1))

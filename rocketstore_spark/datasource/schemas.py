@@ -38,7 +38,7 @@ INDEX_SCHEMA = ", ".join([
 INDEX_HEADER_SCHEMA = ", ".join([
     "store STRING", "file STRING", "file_size BIGINT", "begin_timestamp TIMESTAMP", "end_timestamp TIMESTAMP",
     "begin_phy_offset BIGINT", "end_phy_offset BIGINT", "hash_slot_count INT", "index_count INT",
-    "hash_slot_num INT", "index_num INT",
+    "hash_slot_num INT", "index_num INT", "geometry_source STRING", "geometry_problem STRING",
 ])
 
 CHECKPOINT_SCHEMA = ", ".join([

@@ -21,7 +21,9 @@ class IndexFileView:
     path: str
     file_size: int
     header: dict
-    geometry: indexfile.Geometry | None     # None: the size does not fit the configured slot count
+    geometry: indexfile.Geometry | None     # None: unknown (``problem`` says why)
+    geometry_source: str | None = None      # "hashSlotNum option", "default size", "file contents", "file size"
+    problem: str | None = None
 
     @property
     def entry_count(self) -> int:
@@ -31,13 +33,98 @@ class IndexFileView:
         return max(0, min(self.header["index_count"], self.geometry.index_num) - 1)
 
 
-def read_index_file(path: str, hash_slot_num: int) -> IndexFileView:
+def read_index_file(path: str, hash_slot_num: int | None = None, store_slots: int | None = None) -> IndexFileView:
+    """The header of the IndexFile at ``path`` and its geometry: from ``hash_slot_num`` (the broker's
+    maxHashSlotNum) when given, else inferred (``resolve_geometry``); a file whose geometry cannot be
+    inferred alone (cut short, say) takes ``store_slots``, what its store's other files agree on."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(indexfile.HEADER_SIZE)
     header = {k: int(v) for k, v in zip(indexfile.HEADER_DTYPE.names,
                                          indexfile.decode_header(head.ljust(indexfile.HEADER_SIZE, b"\0")).item())}
-    return IndexFileView(path, size, header, indexfile.geometry_from_size(size, hash_slot_num))
+    view = IndexFileView(path, size, header, None)
+    resolve_geometry(view, hash_slot_num)
+    if view.geometry is None and hash_slot_num is None and store_slots is not None:
+        resolve_geometry(view, store_slots)
+        view.geometry_source = "the store's other IndexFiles"
+    return view
+
+
+def store_slot_count(paths) -> int | None:
+    """The slot count the IndexFiles of one store agree on (one broker, one setting), inferred file by file;
+    None when none can be inferred or they disagree (the setting was changed between files)."""
+    found = {v.geometry.hash_slot_num for v in map(read_index_file, paths) if v.geometry is not None}
+    return found.pop() if len(found) == 1 else None
+
+
+def resolve_geometry(view: IndexFileView, hash_slot_num: int | None) -> None:
+    """Fill in the view's geometry. A given slot count must fit the file size. Otherwise: RocketMQ's default
+    geometry if the size is exactly its size; else the slot count the file's entries are consistent with
+    (``indexfile.infer_slot_counts``; one answer, or the one with RocketMQ's 4 entries per slot among
+    several); for a file without entries, 4 entries per slot if the size allows it. Anything else leaves
+    the geometry unknown, with the reason in ``problem``."""
+    size, index_count = view.file_size, max(1, view.header["index_count"])
+    default = indexfile.Geometry()
+    if hash_slot_num is not None:
+        view.geometry_source = "hashSlotNum option"
+        view.geometry = indexfile.geometry_from_size(size, hash_slot_num)
+        if view.geometry is None:
+            _given_misfit(view, hash_slot_num, index_count)
+        return
+    if size == default.file_size:
+        view.geometry, view.geometry_source = default, "default size"
+        return
+    by_ratio = (size - indexfile.HEADER_SIZE) // 84 if (size - indexfile.HEADER_SIZE) % 84 == 0 else None
+    if index_count < 2:
+        if by_ratio:
+            view.geometry, view.geometry_source = indexfile.Geometry(by_ratio, 4 * by_ratio), "file size"
+        else:
+            view.problem = f"no entries, and {size} bytes fit no geometry with 4 entries per slot"
+        return
+    found = _inferred(view.path, size, index_count)
+    if len(found) > 1 and by_ratio in found:
+        found = [by_ratio]
+    if len(found) == 1:
+        view.geometry = indexfile.geometry_from_size(size, found[0])
+        view.geometry_source = "file contents"
+    elif found:
+        view.problem = (f"the entries fit several slot counts ({', '.join(map(str, found[:5]))}"
+                        f"{', ...' if len(found) > 5 else ''}): give hashSlotNum")
+    else:
+        view.problem = (f"no slot count fits both the size ({size} bytes) and the entries "
+                        f"(index_count {index_count}): damaged, or give hashSlotNum")
+
+
+def _given_misfit(view: IndexFileView, slots: int, index_count: int) -> None:
+    """A given slot count that does not fit the file size: a file cut short whose entries agree with the slot
+    count is read as far as it goes; otherwise the geometry stays unknown."""
+    size = view.file_size
+    held = (size - indexfile.HEADER_SIZE - indexfile.SLOT_SIZE * slots) // indexfile.ENTRY_SIZE
+    misfit = f"{size} bytes do not fit hashSlotNum={slots} (size = 40 + 4 x hashSlotNum + 20 x maxIndexNum)"
+    newest = min(index_count - 1, held - 1)
+    if newest >= 1:
+        data = np.memmap(view.path, dtype=np.uint8, mode="r")
+        try:
+            agrees = indexfile.entries_consistent(data, slots, newest)
+        finally:
+            del data
+        if agrees:
+            view.geometry = indexfile.Geometry(slots, held)
+            view.problem = f"{misfit}: read as a file cut short, {held - 1} entries held"
+            return
+    found = _inferred(view.path, size, index_count)
+    hint = f"; its entries fit hashSlotNum={found[0]}" if len(found) == 1 else ""
+    view.problem = misfit + hint
+
+
+def _inferred(path: str, size: int, index_count: int) -> list[int]:
+    if size < indexfile.HEADER_SIZE + indexfile.ENTRY_SIZE or index_count < 2:
+        return []
+    data = np.memmap(path, dtype=np.uint8, mode="r")       # read-only; pages are touched only where looked at
+    try:
+        return indexfile.infer_slot_counts(data, index_count)
+    finally:
+        del data
 
 
 def iter_entries(view: IndexFileView, chunk_entries: int = CHUNK_ENTRIES) -> Iterator[tuple[int, np.ndarray]]:

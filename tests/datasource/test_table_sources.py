@@ -40,13 +40,27 @@ def test_consumequeue_rows_point_at_the_records(spark):
 
 def test_index_entries_are_every_key_rocketmq_indexed(spark):
     g = BY_ID["5.5.1/clean"]
-    idx = spark.read.format("rocketmq_index").option("hashSlotNum", "64").load(str(g.store))
+    idx = spark.read.format("rocketmq_index").load(str(g.store))          # geometry inferred from the files
     got = sorted((r.key_hash, r.physical_offset) for r in idx.collect())
     want = sorted((k["hash"], m["physical_offset"]) for m in g.messages for k in m["index_keys"])
     assert got == want
-    headers = spark.read.format("rocketmq_index_header").option("hashSlotNum", "64").load(str(g.store)).collect()
+    headers = spark.read.format("rocketmq_index_header").load(str(g.store)).collect()
     assert sum(h.index_count - 1 for h in headers) == len(want)
-    assert all(h.index_num == 256 for h in headers)
+    geometry = g.manifest["geometry"]
+    assert {(h.hash_slot_num, h.index_num, h.geometry_source) for h in headers} == {
+        (geometry["max_hash_slot_num"], geometry["max_index_num"], "file contents")}
+
+
+def test_an_index_file_whose_geometry_cannot_be_established_fails_naming_it(spark):
+    from pyspark.errors import PySparkException
+    g = BY_ID["5.5.1/index-truncated"]
+    with pytest.raises(PySparkException, match=r"index\.unknown_geometry: .*/index/\d{17}: .*hashSlotNum=8"):
+        spark.read.format("rocketmq_index").option("hashSlotNum", "8").load(str(g.store)).collect()
+    headers = spark.read.format("rocketmq_index_header").option("hashSlotNum", "8").load(str(g.store)).collect()
+    assert all(h.hash_slot_num is None and "do not fit hashSlotNum=8" in h.geometry_problem for h in headers)
+    # without the option, the file cut short takes the slot count of the store's other files
+    rows = spark.read.format("rocketmq_index_header").load(str(g.store)).collect()
+    assert sorted(h.geometry_source for h in rows).count("the store's other IndexFiles") == 1
 
 
 def test_checkpoint_matches_storecheckpoint(spark):
