@@ -1,8 +1,9 @@
 """``spark.read.format("rocketmq_segments")``: one row per CommitLog segment scan.
 
 Records, first/last store time, where the valid data ends and why the walk stopped (BLANK, zero fill, or
-damage), CRC failures past the first, and every finding (check id, severity, byte position, message):
-corruption is data here. Options: ``checkCrc`` (default true), ``maxRecordSize``. Consecutive segments of a
+damage), CRC failures past the first, and every finding (check id, severity, file relative to the store,
+byte position, message): corruption is data here. Findings about the store rather than a segment (a stray
+file in ``commitlog/``) come in one extra row per store whose ``segment`` is null. Options: ``checkCrc`` (default true), ``maxRecordSize``. Consecutive segments of a
 store share a partition, as many partitions as the session has cores (Spark's per-task cost is ~75 ms).
 Planning lists files (driver); the scan runs in Spark's Python workers.
 """
@@ -26,15 +27,30 @@ class SegmentsReader(TableReader):
             items = [(seg.path, seg.base_offset, seg.size, layout.followed(k),
                       tuple(f for f in layout.findings if f.file == seg.path))
                      for k, seg in enumerate(layout.segments)]
+            paths = {seg.path for seg in layout.segments}
+            store_findings = tuple(f for f in layout.findings if f.file not in paths)
+            if store_findings:
+                items.append((None, None, None, False, store_findings))
             for i in range(0, len(items), per_partition):
                 parts.append(FilesPartition(layout.name, layout.files, tuple(items[i:i + per_partition])))
         return parts or [EMPTY]
 
     def read(self, partition: FilesPartition):
+        root = str(partition.files.commitlog_dir.parent) if partition.files is not None else ""
         for item in partition.items:
-            yield self._scan(partition.store, *item)
+            if item[0] is None:
+                yield self.project({c: None for c in self.columns} | {
+                    "store": partition.store, "records": 0, "crc_failures": 0,
+                    "findings": self._findings(root, item[4])})
+            else:
+                yield self._scan(partition.store, root, *item)
 
-    def _scan(self, store: str, path: str, base_offset: int, size: int, followed: bool,
+    @staticmethod
+    def _findings(root: str, findings) -> list[tuple]:
+        return [(f.check, str(f.severity), os.path.relpath(f.file, root) if f.file.startswith(root) else f.file,
+                 f.file_position, f.message) for f in findings]
+
+    def _scan(self, store: str, root: str, path: str, base_offset: int, size: int, followed: bool,
               layout_findings: tuple) -> tuple:
         from rocketstore_spark.verify.segments import scan_segment
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
@@ -48,7 +64,7 @@ class SegmentsReader(TableReader):
             "valid_end": summary.valid_end, "stop_reason": summary.stop_reason,
             "stop_position": summary.stop_position, "crc_failures": summary.crc_failures,
             "first_crc_failure": summary.first_crc_failure,
-            "findings": [(f.check, str(f.severity), f.file_position, f.message) for f in findings],
+            "findings": self._findings(root, findings),
         })
 
 

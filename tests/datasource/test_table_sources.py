@@ -163,3 +163,17 @@ def test_a_commitlog_directory_given_to_a_store_table_says_why_it_cannot_be_read
         with pytest.raises(PySparkException, match=f"is a CommitLog directory: {source} reads the store root"):
             spark.read.format(source).load(str(cl)).collect()
     assert spark.read.format("rocketmq_segments").load(str(cl)).count() == 4
+
+
+def test_store_findings_not_about_a_segment_come_in_a_row_of_their_own(spark, tmp_path):
+    import shutil
+    store = tmp_path / "store"
+    shutil.copytree(BY_ID["5.5.1/clean"].store, store)
+    (store / "commitlog" / "notes.txt").write_text("operator notes")
+    (store / "commitlog" / "old").mkdir()
+    rows = spark.read.format("rocketmq_segments").load(str(store)).collect()
+    store_rows = [r for r in rows if r.segment is None]
+    assert len(rows) == len(BY_ID["5.5.1/clean"].manifest["segments"]) + 1 and len(store_rows) == 1
+    assert sorted((f.check, f.file) for f in store_rows[0].findings) == [
+        ("store.stray_entry", "commitlog/old"), ("store.stray_file", "commitlog/notes.txt")]
+    assert all(not r.findings for r in rows if r.segment is not None)
