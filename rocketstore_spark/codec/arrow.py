@@ -81,8 +81,11 @@ def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(values), [None if valid is None else validity(valid), bits])
 
 
-def timestamp_array(ms: np.ndarray) -> pa.Array:
-    """Epoch milliseconds as a UTC microsecond timestamp array; values outside years 1-9999 are null."""
+def timestamp_array(ms: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
+    """Epoch milliseconds as a UTC microsecond timestamp array; values outside years 1-9999, and where
+    ``present`` is False, are null."""
     valid = (ms >= MIN_TIMESTAMP_MS) & (ms <= MAX_TIMESTAMP_MS)
+    if present is not None:
+        valid &= present
     us = np.where(valid, ms, 0) * 1000
     return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [validity(valid), pa.py_buffer(us)])

@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark.codec import commitlog, hosts, properties
+from rocketstore_spark.codec import commitlog, compression, hosts, properties
 from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, offsets_array, string_array,
                                            timestamp_array)
 from rocketstore_spark.codec.commitlog import (FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, MAGIC_V2, TRANSACTION_MASK,
@@ -43,7 +43,7 @@ _INT32_COLUMNS = {"total_size": "total_size", "magic_code": "magic_code", "body_
                   "queue_id": "queue_id", "flag": "flag", "sys_flag": "sys_flag",
                   "reconsume_times": "reconsume_times", "body_length": "body_len"}
 _INT64_COLUMNS = ("queue_offset", "stored_physical_offset", "prepared_transaction_offset")
-_PROPERTY_COLUMNS = frozenset({"properties", "tags", "keys", "uniq_key", "tags_code"})
+_PROPERTY_COLUMNS = frozenset({"properties", "tags", "keys", "uniq_key", "tags_code", "deliver_time"})
 
 
 def is_fixed_width(arrow_type: pa.DataType) -> bool:
@@ -190,8 +190,10 @@ class RecordDecoder:
                 out[name] = timestamp_array(getattr(h, name))
         if "transaction_type" in wanted:
             out["transaction_type"] = TRANSACTION_NAMES.take(fixed_array((h.sys_flag & TRANSACTION_MASK) >> 2))
-        if "body" in wanted:
+        if "body" in wanted or "body_uncompressed" in wanted:
             out["body"] = binary_array(buf, h.body_pos, h.body_len, n)
+        if "body_uncompressed" in wanted:
+            out["body_uncompressed"] = compression.uncompressed_bodies(out["body"], h.sys_flag)
         if "topic" in wanted:
             out["topic"] = string_array(buf, h.topic_pos, h.topic_len, n)
         if "body_crc_ok" in wanted:
@@ -232,4 +234,8 @@ class RecordDecoder:
         if "tags_code" in wanted:
             out["tags_code"] = fixed_array(properties.tags_codes(buf, special, vpos, vlen, h.topic_pos, h.topic_len,
                                                                  h.store_timestamp, self.delay_ms, n))
+        if "deliver_time" in wanted:
+            when, due = properties.deliver_times(buf, special, vpos, vlen, h.topic_pos, h.topic_len,
+                                                 h.store_timestamp, self.delay_ms, n)
+            out["deliver_time"] = timestamp_array(when, due)
         return out

@@ -78,6 +78,12 @@ COLUMNS: tuple[Column, ...] = (
     _c("tags_code", _I64, (*_PROPS, "topic_pos", "topic_len", "store_timestamp"),
        "the ConsumeQueue tagsCode RocketMQ derives (TAGS hash, or delivery time of a delayed message)"),
     _c("stored_physical_offset", _I64, ("stored_physical_offset",), "PHYSICALOFFSET as stored in the record"),
+    _c("deliver_time", TIMESTAMP_TYPE, (*_PROPS, "topic_pos", "topic_len", "store_timestamp"),
+       "when a delayed message is due: SCHEDULE_TOPIC_XXXX records (store time + delay level) and 5.x timer "
+       "records (TIMER_OUT_MS); null for other records", nullable=True),
+    _c("body_uncompressed", pa.binary(), ("body_pos", "body_len", "sys_flag"),
+       "the body decompressed (ZLIB, LZ4, ZSTD) when sys_flag says it is compressed; null otherwise, or when "
+       "it cannot be decompressed", nullable=True),
 )
 
 BY_NAME: dict[str, Column] = {c.name: c for c in COLUMNS}

@@ -134,3 +134,31 @@ def test_timestamps_no_datetime_can_hold_become_null():
     rows = d.batch.to_pylist()
     assert rows[0] == {"born_timestamp": None, "store_timestamp": None}
     assert rows[1]["store_timestamp"].year == 2023
+
+
+def test_deliver_time_of_timer_records_and_every_compression_type():
+    import lz4.frame
+    import zlib
+    import zstandard
+    from rocketstore_spark.codec.encode import Message, encode_record
+    raw = b"payload " * 700
+    bodies = {0x001: zlib.compress(raw, 5), 0x301: zlib.compress(raw, 5), 0x101: lz4.frame.compress(raw),
+              0x201: zstandard.ZstdCompressor().compress(raw), 0x401: zlib.compress(raw), 0x000: raw,
+              0x101 | 0x1000: b"not an lz4 frame"}
+    messages = [Message("T", body, sys_flag=flag) for flag, body in bodies.items()]
+    messages += [Message("rmq_sys_wheel_timer", b"t", properties={"TIMER_OUT_MS": "1795320999000"}),
+                 Message("rmq_sys_wheel_timer", b"t", properties={"TIMER_OUT_MS": "soon"}),
+                 Message("T", b"t", properties={"TIMER_OUT_MS": "1795320999000"}),     # a fired copy: not due
+                 Message("SCHEDULE_TOPIC_XXXX", b"d", properties={"DELAY": "3"}, store_timestamp=1_000_000)]
+    data, offset = b"", 0
+    for m in messages:
+        rec = encode_record(m, offset)
+        data, offset = data + rec, offset + len(rec)
+    window = np.frombuffer(data, dtype=np.uint8)
+    decoded = RecordDecoder(["body_uncompressed", "deliver_time"]).decode(window, 0, len(data), 0, 0, len(data))
+    got = decoded.batch.to_pydict()
+    # ZLIB (legacy type 0 and type 3), LZ4 frame, ZSTD; type 4 is unknown, a damaged frame is null
+    assert got["body_uncompressed"][:7] == [raw, raw, raw, raw, None, None, None]
+    assert got["body_uncompressed"][7:] == [None] * 4
+    when = [None if t is None else int(t.timestamp() * 1000) for t in got["deliver_time"]]
+    assert when == [None] * 7 + [1795320999000, None, None, 1_000_000 + 10_000]      # level 3 = 10s

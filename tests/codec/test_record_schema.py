@@ -17,9 +17,9 @@ def test_arrow_types_are_what_spark_expects_so_batches_need_no_cast():
     assert to_arrow_schema(COMMITLOG_SCHEMA, timezone="UTC") == arrow_schema()
 
 
-def test_only_absent_properties_and_impossible_timestamps_can_be_null():
+def test_only_absent_values_and_impossible_timestamps_can_be_null():
     assert {c.name for c in COLUMNS if c.nullable} == {"tags", "uniq_key", "properties_crc_ok", "born_timestamp",
-                                                      "store_timestamp"}
+                                                      "store_timestamp", "deliver_time", "body_uncompressed"}
 
 
 def test_header_fields_for():
