@@ -101,7 +101,8 @@ def _expand(paths) -> list[str]:
             if glob.has_magic(part):
                 matches = sorted(glob.glob(part))
                 if not matches:
-                    raise StorePathError(f"{part}: the pattern matches nothing")
+                    where = "" if os.path.isabs(part) else f" (relative to {os.getcwd()})"
+                    raise StorePathError(f"{part}: the pattern matches nothing{where}")
                 found.extend(matches)
             else:
                 found.append(part)
@@ -110,7 +111,9 @@ def _expand(paths) -> list[str]:
 
 def _not_a_store(p: str, path: Path) -> StorePathError:
     if not os.path.lexists(p):
-        return StorePathError(f"{p}: no such file or directory")
+        # a relative path is resolved where the sources plan: on Spark Connect that is the server, not the client
+        where = "" if os.path.isabs(p) else f" (relative to {os.getcwd()}: give an absolute path)"
+        return StorePathError(f"{p}: no such file or directory{where}")
     if path.is_file():
         if OFFSET_NAME.match(path.name):
             return StorePathError(f"{p} is a single CommitLog segment file: give its directory "

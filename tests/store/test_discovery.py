@@ -31,3 +31,11 @@ def test_file_urls_and_relative_paths_become_absolute_local_paths(monkeypatch):
     layout = discover("store")[0]
     assert layout.name == "store" and layout.files.root == STORE              # absolute for the executors
     assert all(os.path.isabs(s.path) for s in layout.segments)
+
+
+def test_a_missing_relative_path_says_where_it_was_looked_for(monkeypatch, tmp_path):
+    # on Spark Connect the sources plan in the server's working directory, not the client's
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StorePathError, match=rf"^tests/store: no such file or directory \(relative to {tmp_path}: "
+                                             "give an absolute path\\)$"):
+        discover("tests/store")
