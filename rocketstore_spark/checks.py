@@ -37,6 +37,7 @@ _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RECORDS = "CommitLog records"
 LAYOUT = "Store layout"
 INDEX = "IndexFiles"
+REBUILD = "Rebuild"
 
 CATALOGUE: tuple[Check, ...] = (
     Check("commitlog.bad_magic", _E, RECORDS,
@@ -136,6 +137,12 @@ CATALOGUE: tuple[Check, ...] = (
           "— (the broker always knows its own setting; a changed setting makes it misread older files)",
           "`rocketmq_index` fails naming the file (give `hashSlotNum`); `rocketmq_index_header` shows the "
           "file with no geometry and the reason"),
+    Check("rebuild.unsafe_topic", _W, REBUILD,
+          "a topic read from the CommitLog cannot be a directory name (empty, `.`, `..`, a `/` or NUL, more than "
+          "255 bytes)",
+          "— (the broker validates topic names when messages are sent; such a record is damage or a foreign "
+          "write)",
+          "its queues are not rebuilt; the rest are"),
 )
 
 CHECKS: dict[str, Check] = {c.id: c for c in CATALOGUE}

@@ -5,13 +5,15 @@ The same decoder the Spark source uses (``codec.decoder.RecordDecoder``) over th
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 import pyarrow as pa
 
-from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import COLUMNS, DECODED, NAMES, arrow_schema
 from rocketstore_spark.findings import Finding, raise_first_error
-from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 POSITION_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "position")
@@ -27,15 +29,21 @@ def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEV
                             check_crc=strict)
     batches, findings = [], []
     for layout in discover(path):
-        findings.extend(layout.findings)
-        if strict:
-            raise_first_error(layout.findings)
-        for k, seg in enumerate(layout.segments):
-            reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict,
-                                   followed=layout.followed(k))
-            for decoded in reader:
-                store = pa.repeat(pa.scalar(layout.name, pa.string()), decoded.n)
-                batches.append(pa.RecordBatch.from_arrays(
-                    [store if n == "store" else decoded.batch.column(n) for n in names], schema=schema))
-            findings.extend(reader.result.findings)
+        for decoded in iter_decoded(layout, decoder, findings, strict):
+            store = pa.repeat(pa.scalar(layout.name, pa.string()), decoded.n)
+            batches.append(pa.RecordBatch.from_arrays(
+                [store if n == "store" else decoded.batch.column(n) for n in names], schema=schema))
     return pa.Table.from_batches(batches, schema=schema), findings
+
+
+def iter_decoded(layout: StoreLayout, decoder: RecordDecoder, findings: list[Finding], strict: bool = False
+                 ) -> Iterator[Decoded]:
+    """The decoded batches of one store's CommitLog in CommitLog order, one window at a time (bounded
+    memory); its layout and reading findings are appended to ``findings`` as they are met."""
+    findings.extend(layout.findings)
+    if strict:
+        raise_first_error(layout.findings)
+    for k, seg in enumerate(layout.segments):
+        reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict, followed=layout.followed(k))
+        yield from reader
+        findings.extend(reader.result.findings)

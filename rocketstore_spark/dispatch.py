@@ -1,0 +1,125 @@
+"""RocketMQ's dispatch rules: which CommitLog records get a ConsumeQueue entry and which IndexFile keys, as
+the broker's dispatchers derive them (``CommitLogDispatcherBuildConsumeQueue``, ``IndexService.buildIndex``;
+docs/format/consumequeue.md "What gets an entry", docs/format/indexfile.md "Which keys are indexed").
+
+The one implementation of these rules: the rebuild writes what they select, verify compares the store's
+files with it. Input is a table of decoded records (the columns of ``DISPATCH_COLUMNS``, any order of rows);
+output is Arrow/numpy in dispatch order (ascending physical offset). Vectorised (pyarrow compute, numba for
+the key hashes); runs wherever called (driver, executor, CLI).
+
+Release families differ in the keys (``Release.index_tags``): 5.5.x also indexes ``topic#T#TAGS``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketstore_spark.codec.javahash import index_hash_from_java, java_hash_span
+
+DISPATCH_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
+                    "tags_code", "store_timestamp", "uniq_key", "keys", "tags")
+QUEUED_TYPES = ("NOT_TYPE", "COMMIT")           # PREPARED and ROLLBACK records get no ConsumeQueue entry
+UNINDEXED_TYPES = ("ROLLBACK",)                 # buildIndex returns early for ROLLBACK only
+KEY_SEPARATOR = "#"
+TAGS_KEY_SEPARATOR = "#T#"
+
+
+@dataclass(frozen=True)
+class Release:
+    """What differs between RocketMQ release families for dispatch."""
+    version: tuple[int, int, int]
+
+    @classmethod
+    def parse(cls, text: str) -> "Release":
+        m = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+        if not m:
+            raise ValueError(f"RocketMQ version {text!r}: expected X.Y.Z, e.g. 4.9.8 or 5.5.1")
+        return cls((int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
+
+    @property
+    def index_tags(self) -> bool:
+        """5.5.x indexes the whole TAGS value as ``topic#T#TAGS`` (seen in 5.5.1, absent from 5.3.3)."""
+        return self.version >= (5, 5, 0)
+
+    def __str__(self) -> str:
+        return ".".join(map(str, self.version))
+
+
+def sort_for_dispatch(records: pa.Table) -> pa.Table:
+    """Records in CommitLog order: the order the broker dispatches them in."""
+    return records.sort_by("physical_offset")
+
+
+def queue_entries(records: pa.Table) -> pa.Table:
+    """The records that get a ConsumeQueue entry, in dispatch order: topic, queue_id, queue_offset,
+    physical_offset, size, tags_code."""
+    queued = records.filter(pc.is_in(records["transaction_type"], pa.array(QUEUED_TYPES)))
+    queued = sort_for_dispatch(queued)
+    return pa.table({"topic": queued["topic"], "queue_id": queued["queue_id"],
+                     "queue_offset": queued["queue_offset"], "physical_offset": queued["physical_offset"],
+                     "size": queued["total_size"], "tags_code": queued["tags_code"]})
+
+
+def index_keys(records: pa.Table, release: Release) -> pa.Table:
+    """Every IndexFile key in put order (dispatch order; per record UNIQ_KEY, then the KEYS pieces, then on
+    5.5.x the TAGS key): key, key_hash (the non-negative index hash), physical_offset, store_timestamp (ms)."""
+    indexed = sort_for_dispatch(records.filter(pc.invert(pc.is_in(records["transaction_type"],
+                                                                   pa.array(UNINDEXED_TYPES)))))
+    n = indexed.num_rows
+    topic = indexed["topic"].combine_chunks()
+    rank = np.arange(n, dtype=np.int64)
+    parts = []          # (record row, order within the record, key)
+
+    def add(rows: np.ndarray, order, values: pa.Array, prefix: pa.Array, separator: str):
+        if len(rows):
+            keys = pc.binary_join_element_wise(prefix, values, pa.scalar(separator))     # the last is the separator
+            parts.append((rows, np.broadcast_to(np.asarray(order, dtype=np.int64), rows.shape), keys))
+
+    uniq = indexed["uniq_key"].combine_chunks()
+    rows = np.flatnonzero(pc.is_valid(uniq).to_numpy(zero_copy_only=False))
+    add(rows, 0, uniq.take(rows), topic.take(rows), KEY_SEPARATOR)
+    keys = indexed["keys"].combine_chunks()
+    lengths = pc.list_value_length(keys).fill_null(0).to_numpy()
+    rows = np.repeat(rank, lengths)
+    order = 1 + np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    add(rows, order, pc.list_flatten(keys), topic.take(rows), KEY_SEPARATOR)
+    if release.index_tags:
+        tags = indexed["tags"].combine_chunks()
+        present = pc.and_(pc.is_valid(tags), pc.greater(pc.utf8_length(tags), 0)).fill_null(False)
+        rows = np.flatnonzero(present.to_numpy(zero_copy_only=False))
+        add(rows, 1 << 40, tags.take(rows), topic.take(rows), TAGS_KEY_SEPARATOR)
+    if not parts:
+        return pa.table({"key": pa.array([], pa.string()), "key_hash": pa.array([], pa.int32()),
+                         "physical_offset": pa.array([], pa.int64()), "store_timestamp": pa.array([], pa.int64())})
+    rows = np.concatenate([p[0] for p in parts])
+    order = np.concatenate([p[1] for p in parts])
+    key = pa.concat_arrays([p[2] for p in parts])
+    put = np.lexsort((order, rows))
+    rows, key = rows[put], key.take(pa.array(put))
+    physical = indexed["physical_offset"].to_numpy()[rows]
+    stamp = pc.cast(indexed["store_timestamp"], pa.int64()).to_numpy()[rows] // 1000       # us -> ms
+    return pa.table({"key": key, "key_hash": pa.array(string_index_hashes(key)),
+                     "physical_offset": pa.array(physical), "store_timestamp": pa.array(stamp)})
+
+
+def string_index_hashes(strings: pa.Array) -> np.ndarray:
+    """IndexFile hashes of a string array: abs(Java hashCode) with Integer.MIN_VALUE -> 0."""
+    strings = pc.cast(strings, pa.large_string()) if strings.type != pa.large_string() else strings
+    _, offsets, data = strings.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[strings.offset:strings.offset + len(strings) + 1]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return _index_hashes(data, offsets)
+
+
+@numba.njit(cache=True, nogil=True)
+def _index_hashes(data, offsets):
+    n = len(offsets) - 1
+    out = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        out[i] = index_hash_from_java(java_hash_span(data, offsets[i], offsets[i + 1] - offsets[i]))
+    return out

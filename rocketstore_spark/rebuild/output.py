@@ -1,0 +1,247 @@
+"""Rebuilding a store's ConsumeQueues and IndexFiles into a directory outside it (in-process; called by the
+library API ``rebuild_store``, the Spark job and the CLI).
+
+The store is only read (the same decoder and read-only segment reader as every other reader). The output
+directory must not be the store or lie inside it, also through symlinks; ``DIR/consumequeue`` and
+``DIR/index`` must not exist yet. Topics read from the CommitLog become directory names only when they are
+safe path components (not empty, ``.``/``..``, no ``/`` or NUL, at most 255 bytes); a queue whose topic is
+not is skipped with a ``rebuild.unsafe_topic`` finding. Files are written under a temporary name, fsynced and
+renamed into place, ConsumeQueue files at their full broker size (RocketMQ preallocates them).
+
+Streaming: records are dispatched batch by batch in CommitLog order; each queue keeps its dispatch state
+(``rebuild.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
+is one decoded window plus one IndexFile, whatever the store's size.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketstore_spark import dispatch
+from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.indexfile import Geometry
+from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
+from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.rebuild import consumequeue as cq
+from rocketstore_spark.rebuild import indexfile as ix
+from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
+from rocketstore_spark.store.records import iter_decoded
+
+
+class OutputError(ValueError):
+    """The output directory cannot be used (inside the store, already holding a rebuild)."""
+
+
+def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
+    """The output directory, resolved; refuses the store itself, anything inside it (symlinks followed),
+    and a directory that already holds ``consumequeue/`` or ``index/``."""
+    out = Path(os.path.realpath(output))
+    root = Path(os.path.realpath(store_root))
+    if out == root or root in out.parents:
+        raise OutputError(f"{output}: the output directory is inside the store {store_root} (resolved: {out}); "
+                          "a rebuild never writes under a store: give a directory elsewhere")
+    for sub in ("consumequeue", "index"):
+        if (out / sub).exists():
+            raise OutputError(f"{out / sub} already exists: give an empty or new output directory")
+    return out
+
+
+def safe_component(name: str) -> bool:
+    """Whether a name read from data can be one directory name (module docstring)."""
+    return (bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
+            and len(name.encode("utf-8", "surrogatepass")) <= 255)
+
+
+def _write_atomically(path: Path, data: bytes | memoryview, size: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if size is not None and size > len(data):
+            f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class QueueResult:
+    topic: str
+    queue_id: int
+    state: cq.QueueState
+    files: list[str] = field(default_factory=list)
+
+
+class ConsumeQueueWriter:
+    """Writes ConsumeQueue files under ``root`` (= DIR/consumequeue) from entries in dispatch order."""
+
+    def __init__(self, root: Path, file_size: int, findings: list[Finding]):
+        self.root, self.file_size, self.findings = root, file_size, findings
+        self.queues: dict[tuple[str, int], QueueResult] = {}
+        self._unsafe: set[str] = set()
+
+    def add(self, entries: pa.Table) -> None:
+        """Entries of ``dispatch.queue_entries`` (any queues, dispatch order)."""
+        if not entries.num_rows:
+            return
+        # one stable sort by queue keeps each queue's dispatch order; then a slice per queue
+        topics = pc.dictionary_encode(entries["topic"]).combine_chunks()
+        key = topics.indices.to_numpy().astype(np.int64) << 32 | entries["queue_id"].to_numpy().astype(np.int64)
+        order = np.argsort(key, kind="stable")
+        entries, key = entries.take(pa.array(order)), key[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+            rows = entries.slice(start, stop - start)
+            self._add_queue(rows["topic"][0].as_py(), rows["queue_id"][0].as_py(), rows)
+
+    def _add_queue(self, topic: str, queue_id: int, rows: pa.Table) -> None:
+        if not safe_component(topic):
+            if topic not in self._unsafe:
+                self._unsafe.add(topic)
+                self.findings.append(finding("rebuild.unsafe_topic", str(self.root), None,
+                                             f"topic {topic!r} cannot be a directory name: its queues are not rebuilt"))
+            return
+        result = self.queues.setdefault((topic, queue_id), QueueResult(topic, queue_id, cq.QueueState()))
+        state = result.state
+        new = state.end < 0
+        physical, size = rows["physical_offset"].to_numpy(), rows["size"].to_numpy()
+        slots = cq.place(state, rows["queue_offset"].to_numpy(), physical, size, self.file_size)
+        keep = slots >= 0
+        if not keep.any():
+            return
+        directory = self.root / topic / str(queue_id)
+        if new:
+            self._write(result, directory, state.file_start, cq.fillers(state.fillers))
+        self._write(result, directory, slots[keep][0] * ENTRY_SIZE,
+                    cq.entries(physical[keep], size[keep], rows["tags_code"].to_numpy()[keep]))
+
+    def _write(self, result: QueueResult, directory: Path, queue_byte_offset: int, entries: np.ndarray) -> None:
+        """Entries at consecutive positions from ``queue_byte_offset``, across file boundaries."""
+        data = entries.tobytes()
+        while data:
+            file_offset = (queue_byte_offset // self.file_size) * self.file_size
+            position = queue_byte_offset - file_offset
+            chunk = data[:self.file_size - position]
+            path = directory / f"{file_offset:020d}"
+            if not path.exists():
+                directory.mkdir(parents=True, exist_ok=True)
+                with open(path, "wb") as f:
+                    f.truncate(self.file_size)          # preallocated, as the broker's mapped files are
+                result.files.append(path.name)
+            with open(path, "r+b") as f:
+                f.seek(position)
+                f.write(chunk)
+            data = data[len(chunk):]
+            queue_byte_offset += len(chunk)
+
+    def close(self) -> None:
+        for result in self.queues.values():
+            for name in result.files:
+                with open(self.root / result.topic / str(result.queue_id) / name, "rb") as f:
+                    os.fsync(f.fileno())
+
+
+class IndexWriter:
+    """Writes IndexFiles under ``root`` (= DIR/index) from keys in put order; one file open at a time."""
+
+    def __init__(self, root: Path, geometry: Geometry):
+        self.root, self.geometry = root, geometry
+        self.files: list[str] = []
+        self._buf: np.memmap | None = None
+        self._tmp: Path | None = None
+        self._first_ms: int | None = None
+        self._last_name_ms: int | None = None
+        self._end: tuple[int, int] | None = None        # (phy, ms) of the last key put
+
+    def add(self, keys: pa.Table) -> None:
+        h, phy, ts = (keys[c].to_numpy() for c in ("key_hash", "physical_offset", "store_timestamp"))
+        i = 0
+        while i < len(h):
+            if self._buf is None:
+                self._open()
+            if self._first_ms is None:
+                self._first_ms = int(ts[i])
+            put = ix.put_keys(self._buf, self.geometry, h[i:], phy[i:], ts[i:])
+            i += put
+            if put:
+                self._end = (int(phy[i - 1]), int(ts[i - 1]))
+            if i < len(h):                  # the file is full: roll over
+                self._close_file()
+
+    def _open(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._tmp = self.root / f".building-{len(self.files)}"
+        with open(self._tmp, "wb") as f:
+            f.truncate(self.geometry.file_size)
+        self._buf = np.memmap(self._tmp, dtype=np.uint8, mode="r+")
+        if self._end is not None:
+            ix.preset(self._buf, *self._end)
+        self._first_ms = None
+
+    def _close_file(self) -> None:
+        self._buf.flush()
+        del self._buf
+        self._buf = None
+        ms = self._first_ms if self._last_name_ms is None else max(self._first_ms, self._last_name_ms + 1)
+        self._last_name_ms = ms
+        name = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3]
+        with open(self._tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(self._tmp, self.root / name)
+        self.files.append(name)
+
+    def close(self) -> None:
+        if self._buf is not None:
+            self._close_file()
+
+
+@dataclass
+class RebuildResult:
+    """What a rebuild wrote and found."""
+    store: str
+    output: Path
+    release: dispatch.Release
+    file_size: int
+    geometry: Geometry | None
+    queues: list[QueueResult]
+    index_files: list[str]
+    records: int
+    findings: list[Finding]
+
+
+def rebuild_store(store: str, output: str | os.PathLike, *, release: str | dispatch.Release = "4.9.8",
+                  consume_queue_file_size: int = cq.DEFAULT_FILE_SIZE, geometry: Geometry | None = Geometry(),
+                  message_delay_level: str = DEFAULT_DELAY_LEVELS) -> RebuildResult:
+    """Rebuild ``DIR/consumequeue`` and (unless ``geometry`` is None: ``messageIndexEnable=false``)
+    ``DIR/index`` of one store from its CommitLog (module docstring)."""
+    layouts = discover(store)
+    if len(layouts) != 1:
+        raise StorePathError(f"{store}: names {len(layouts)} stores; a rebuild takes one")
+    layout: StoreLayout = layouts[0]
+    out = check_output(output, layout.files.root or layout.files.commitlog_dir.parent)
+    release = release if isinstance(release, dispatch.Release) else dispatch.Release.parse(release)
+    file_size = cq.file_size_setting(consume_queue_file_size)
+    findings: list[Finding] = []
+    queues = ConsumeQueueWriter(out / "consumequeue", file_size, findings)
+    index = IndexWriter(out / "index", geometry) if geometry is not None else None
+    decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=message_delay_level)
+    records = 0
+    for decoded in iter_decoded(layout, decoder, findings):
+        batch = pa.Table.from_batches([decoded.batch])
+        records += batch.num_rows
+        queues.add(dispatch.queue_entries(batch))
+        if index is not None:
+            index.add(dispatch.index_keys(batch, release))
+    queues.close()
+    if index is not None:
+        index.close()
+    return RebuildResult(layout.name, out, release, file_size, geometry,
+                         sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
+                         index.files if index is not None else [], records, findings)

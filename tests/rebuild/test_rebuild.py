@@ -1,0 +1,80 @@
+"""Rebuilt ConsumeQueues and IndexFiles are byte for byte what RocketMQ itself wrote when it rebuilt them
+(golden ``clean/expected-rebuild/``: RocketMQ started on the store with consumequeue/ and index/ emptied)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rocketstore_spark.codec.encode import Message
+from rocketstore_spark.codec.indexfile import Geometry
+from rocketstore_spark.rebuild import consumequeue as cq
+from rocketstore_spark.rebuild.output import OutputError, rebuild_store
+from tests.builders import write_store
+from tests.golden.goldens import all_goldens
+
+CLEAN = [g for g in all_goldens() if g.id.endswith("/clean")]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.id)
+def test_rebuild_is_byte_identical_to_rocketmqs_own(g, tmp_path):
+    geometry = g.manifest["geometry"]
+    result = rebuild_store(str(g.store), tmp_path / "out", release=g.manifest["rocketmq_version"],
+                           consume_queue_file_size=geometry["mapped_file_size_consume_queue"],
+                           geometry=Geometry(geometry["max_hash_slot_num"], geometry["max_index_num"]))
+    expected = g.store.parent / "expected-rebuild"
+    assert tree(tmp_path / "out" / "consumequeue") == tree(expected / "consumequeue")
+    # IndexFile names are the broker's wall clock at creation: contents are compared in name order
+    got = sorted((tmp_path / "out" / "index").iterdir())
+    want = sorted((expected / "index").iterdir())
+    assert [p.read_bytes() for p in got] == [p.read_bytes() for p in want]
+    assert [p.name for p in got] == sorted(p.name for p in got) and not result.findings
+    # getMaxOffsetInQueue of every queue RocketMQ reported after its rebuild (it also lists empty queues)
+    reported = {(q["topic"], q["queue_id"]): q["max_offset"] for q in g.manifest["rebuild"]["queues"]}
+    assert {(q.topic, q.queue_id): q.state.max_offset for q in result.queues} == \
+        {k: v for k, v in reported.items() if v > 0}
+
+
+def test_a_queue_starting_above_zero_gets_fillers_and_gaps_are_closed_up():
+    # queue offsets 27, 28, 30 (29 missing: 30 goes to position 29), then 29 (now below the end: a duplicate),
+    # with 5-entry files (100 bytes)
+    state, files = cq.build_queue([27, 28, 30, 29], [100, 200, 300, 400], [50, 50, 50, 50], [1, 2, 3, 4], 100)
+    assert (state.first, state.file_start, state.fillers, state.end) == (27, 500, 2, 30)
+    assert (state.written, state.skipped, state.moved) == (3, 1, 1)
+    assert [name for name, _ in files] == ["00000000000000000500"]
+    entries = np.frombuffer(files[0][1], dtype=cq.ENTRY_DTYPE)
+    assert entries["size"].tolist() == [0x7FFFFFFF, 0x7FFFFFFF, 50, 50, 50]
+    assert entries["commit_log_offset"].tolist() == [0, 0, 100, 200, 300]    # offset 30's record at position 29
+
+
+def test_already_dispatched_records_are_not_written_again():
+    state, _ = cq.build_queue([0, 1, 1], [100, 200, 150], [50, 50, 50], [0, 0, 0], 100)
+    assert (state.written, state.skipped) == (2, 1)                           # 150 + 50 <= 250
+
+
+def test_the_output_never_lies_inside_the_store(tmp_path):
+    store = CLEAN[0].store
+    with pytest.raises(OutputError, match="inside the store"):
+        rebuild_store(str(store), store / "rebuilt")
+    link = tmp_path / "innocent"
+    os.symlink(store / "config", link)
+    with pytest.raises(OutputError, match="inside the store"):
+        rebuild_store(str(store), link)
+    (tmp_path / "used" / "index").mkdir(parents=True)
+    with pytest.raises(OutputError, match="already exists"):
+        rebuild_store(str(store), tmp_path / "used")
+
+
+def test_a_topic_that_cannot_be_a_directory_is_reported_and_the_rest_rebuilt(tmp_path):
+    write_store(tmp_path / "store" / "commitlog", [Message("..", b"x"), Message("T", b"y"), Message("a/b", b"z")])
+    result = rebuild_store(str(tmp_path / "store"), tmp_path / "out", geometry=None)
+    assert sorted(os.listdir(tmp_path / "out" / "consumequeue")) == ["T"]
+    assert sorted(f.message.split("'")[1] for f in result.findings if f.check == "rebuild.unsafe_topic") == \
+        ["..", "a/b"]
+    assert not (tmp_path / "out" / "index").exists()                      # messageIndexEnable=false
