@@ -27,10 +27,11 @@ from rocketstore_spark import dispatch
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.indexfile import Geometry
-from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rebuild import consumequeue as cq
 from rocketstore_spark.rebuild import indexfile as ix
+from rocketstore_spark.rebuild.diff import Difference, compare
+from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.records import iter_decoded
 
@@ -204,44 +205,48 @@ class IndexWriter:
 
 @dataclass
 class RebuildResult:
-    """What a rebuild wrote and found."""
+    """What a rebuild wrote and found, and how it differs from the store's own files."""
     store: str
     output: Path
-    release: dispatch.Release
-    file_size: int
-    geometry: Geometry | None
+    settings: RebuildSettings
     queues: list[QueueResult]
     index_files: list[str]
     records: int
     findings: list[Finding]
+    differences: list[Difference]
 
 
-def rebuild_store(store: str, output: str | os.PathLike, *, release: str | dispatch.Release = "4.9.8",
-                  consume_queue_file_size: int = cq.DEFAULT_FILE_SIZE, geometry: Geometry | None = Geometry(),
-                  message_delay_level: str = DEFAULT_DELAY_LEVELS) -> RebuildResult:
-    """Rebuild ``DIR/consumequeue`` and (unless ``geometry`` is None: ``messageIndexEnable=false``)
-    ``DIR/index`` of one store from its CommitLog (module docstring)."""
+class SettingsConflict(ValueError):
+    """Given broker settings contradict what the store's files show."""
+
+
+def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None = None,
+                  broker_conf: str | None = None, allow_conflicts: bool = False) -> RebuildResult:
+    """Rebuild ``DIR/consumequeue`` and (with messageIndexEnable) ``DIR/index`` of one store from its
+    CommitLog, then compare them with the store's own. ``options``: broker setting name -> value (and
+    ``rocketmqVersion``), over ``broker_conf`` (a broker.conf path), over what the store shows
+    (``rebuild.settings``)."""
     layouts = discover(store)
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a rebuild takes one")
     layout: StoreLayout = layouts[0]
     out = check_output(output, layout.files.root or layout.files.commitlog_dir.parent)
-    release = release if isinstance(release, dispatch.Release) else dispatch.Release.parse(release)
-    file_size = cq.file_size_setting(consume_queue_file_size)
+    settings = resolve(layout, options, broker_conf)
+    if settings.conflicts and not allow_conflicts:
+        raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")
     findings: list[Finding] = []
-    queues = ConsumeQueueWriter(out / "consumequeue", file_size, findings)
-    index = IndexWriter(out / "index", geometry) if geometry is not None else None
-    decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=message_delay_level)
+    queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, findings)
+    index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None
+    decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=settings.message_delay_level)
     records = 0
     for decoded in iter_decoded(layout, decoder, findings):
         batch = pa.Table.from_batches([decoded.batch])
         records += batch.num_rows
         queues.add(dispatch.queue_entries(batch))
         if index is not None:
-            index.add(dispatch.index_keys(batch, release))
+            index.add(dispatch.index_keys(batch, settings.release))
     queues.close()
     if index is not None:
         index.close()
-    return RebuildResult(layout.name, out, release, file_size, geometry,
-                         sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-                         index.files if index is not None else [], records, findings)
+    return RebuildResult(layout.name, out, settings, sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
+                         index.files if index is not None else [], records, findings, compare(layout.files, out))

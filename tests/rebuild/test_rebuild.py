@@ -23,11 +23,13 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.id)
-def test_rebuild_is_byte_identical_to_rocketmqs_own(g, tmp_path):
+@pytest.mark.parametrize("given", [True, False], ids=["settings given", "settings inferred"])
+def test_rebuild_is_byte_identical_to_rocketmqs_own(g, given, tmp_path):
     geometry = g.manifest["geometry"]
-    result = rebuild_store(str(g.store), tmp_path / "out", release=g.manifest["rocketmq_version"],
-                           consume_queue_file_size=geometry["mapped_file_size_consume_queue"],
-                           geometry=Geometry(geometry["max_hash_slot_num"], geometry["max_index_num"]))
+    options = {"rocketmqVersion": g.manifest["rocketmq_version"],
+               "mappedFileSizeConsumeQueue": geometry["mapped_file_size_consume_queue"],
+               "maxHashSlotNum": geometry["max_hash_slot_num"], "maxIndexNum": geometry["max_index_num"]}
+    result = rebuild_store(str(g.store), tmp_path / "out", options=options if given else None)
     expected = g.store.parent / "expected-rebuild"
     assert tree(tmp_path / "out" / "consumequeue") == tree(expected / "consumequeue")
     # IndexFile names are the broker's wall clock at creation: contents are compared in name order
@@ -39,6 +41,24 @@ def test_rebuild_is_byte_identical_to_rocketmqs_own(g, tmp_path):
     reported = {(q["topic"], q["queue_id"]): q["max_offset"] for q in g.manifest["rebuild"]["queues"]}
     assert {(q.topic, q.queue_id): q.state.max_offset for q in result.queues} == \
         {k: v for k, v in reported.items() if v > 0}
+    # the clean store's own files are what RocketMQ wrote while running: the same, except IndexFile names
+    assert {d.status for d in result.differences} == {"identical"}
+
+
+def test_the_diff_names_the_first_entry_that_differs(tmp_path):
+    g = next(g for g in all_goldens() if g.id == "5.5.1/cq-lag-clean")
+    result = rebuild_store(str(g.store), tmp_path / "out")
+    changed = {d.store_file: d for d in result.differences if d.status != "identical"}
+    cut = [s for s in g.manifest["surgery"] if s["action"] == "zero_cq_entries"]
+    assert sorted(changed) == sorted(s["file"] for s in cut) and {d.status for d in changed.values()} == {"differs"}
+    by_position = {(m["topic"], m["queue_id"], m["queue_offset"]): m for m in g.messages
+                   if m["transaction_type"] in (0, 8)}
+    for s in cut:
+        _, topic, queue_id, name = s["file"].split("/")
+        queue_offset = (int(name) + s["file_position"]) // 20
+        m = by_position[(topic, int(queue_id), queue_offset)]
+        assert changed[s["file"]].detail == (f"first difference at queue offset {queue_offset}: store (0, 0, 0), "
+                                             f"rebuilt ({m['physical_offset']}, {m['total_size']}, {m['tags_code']})")
 
 
 def test_a_queue_starting_above_zero_gets_fillers_and_gaps_are_closed_up():
@@ -62,6 +82,8 @@ def test_the_output_never_lies_inside_the_store(tmp_path):
     store = CLEAN[0].store
     with pytest.raises(OutputError, match="inside the store"):
         rebuild_store(str(store), store / "rebuilt")
+    with pytest.raises(OutputError, match="inside the store"):
+        rebuild_store(str(store), store)
     link = tmp_path / "innocent"
     os.symlink(store / "config", link)
     with pytest.raises(OutputError, match="inside the store"):
@@ -73,8 +95,33 @@ def test_the_output_never_lies_inside_the_store(tmp_path):
 
 def test_a_topic_that_cannot_be_a_directory_is_reported_and_the_rest_rebuilt(tmp_path):
     write_store(tmp_path / "store" / "commitlog", [Message("..", b"x"), Message("T", b"y"), Message("a/b", b"z")])
-    result = rebuild_store(str(tmp_path / "store"), tmp_path / "out", geometry=None)
+    result = rebuild_store(str(tmp_path / "store"), tmp_path / "out", options={"messageIndexEnable": False})
     assert sorted(os.listdir(tmp_path / "out" / "consumequeue")) == ["T"]
     assert sorted(f.message.split("'")[1] for f in result.findings if f.check == "rebuild.unsafe_topic") == \
         ["..", "a/b"]
     assert not (tmp_path / "out" / "index").exists()                      # messageIndexEnable=false
+
+
+def test_broker_conf_settings_and_conflicts_with_what_the_files_show(tmp_path):
+    from rocketstore_spark.codec.broker_conf import parse_properties, store_settings
+    from rocketstore_spark.rebuild.output import SettingsConflict
+    props = parse_properties(
+        "# broker.conf\n"
+        "brokerName=b1\n"
+        "maxHashSlotNum = 128\n"
+        "! note\n"
+        "maxIndexNum:512\n"
+        "messageDelayLevel=1s 5s \\\n"
+        "   10s\n"
+        "messageIndexEnable=TRUE\n")
+    assert store_settings(props) == {"maxHashSlotNum": 128, "maxIndexNum": 512, "messageIndexEnable": True,
+                                     "messageDelayLevel": "1s 5s 10s"}
+    conf = tmp_path / "broker.conf"
+    conf.write_text("maxHashSlotNum=128\nmaxIndexNum=512\n")
+    store = CLEAN[0].store                       # its IndexFiles have 64 slots x 256 entries
+    with pytest.raises(SettingsConflict, match="maxHashSlotNum=128 .*broker.conf.* IndexFiles have 64"):
+        rebuild_store(str(store), tmp_path / "out", broker_conf=str(conf))
+    with pytest.raises(SettingsConflict, match=r"mappedFileSizeConsumeQueue=6000000 \(option\) but .* 500 bytes"):
+        rebuild_store(str(store), tmp_path / "out", options={"mappedFileSizeConsumeQueue": 6_000_000})
+    result = rebuild_store(str(store), tmp_path / "out", broker_conf=str(conf), allow_conflicts=True)
+    assert result.settings.geometry == Geometry(128, 512) and result.settings.sources["maxHashSlotNum"].startswith("broker.conf")

@@ -1,0 +1,110 @@
+"""How a rebuilt ``consumequeue/`` and ``index/`` differ from the store's own (driver or CLI; reads both
+read-only).
+
+ConsumeQueue files are paired by path (topic/queue/name): ``identical``, ``differs`` (with the first
+differing entry: its queue offset, the store's and the rebuilt (physical offset, size, tagsCode)),
+``only_in_store``, ``only_rebuilt``. IndexFile names are the broker's wall clock, so IndexFiles are paired in
+name order instead and compared by content: ``identical`` or ``differs`` (where: header field, slot, or entry
+number), plus the unpaired ones.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rocketstore_spark.codec import consumequeue, indexfile
+from rocketstore_spark.store.layout import StoreMap
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str                  # "consumequeue" or "index"
+    store_file: str | None     # relative to the store root
+    rebuilt_file: str | None   # relative to the output directory
+    status: str                # identical, differs, only_in_store, only_rebuilt
+    detail: str = ""
+
+
+def _files(root: Path) -> dict[str, Path]:
+    return {str(p.relative_to(root)): p for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")} \
+        if root.is_dir() else {}
+
+
+def _first_entry_difference(a: bytes, b: bytes, file_name: str) -> str:
+    n = max(len(a), len(b))
+    a, b = a.ljust(n, b"\0"), b.ljust(n, b"\0")
+    i = next(i for i in range(0, n, 65536) if a[i:i + 65536] != b[i:i + 65536])
+    i += next(k for k in range(min(65536, n - i)) if a[i + k] != b[i + k])
+    e = i // consumequeue.ENTRY_SIZE
+    ea = consumequeue.decode_entries(a[e * 20:e * 20 + 20])
+    eb = consumequeue.decode_entries(b[e * 20:e * 20 + 20])
+    show = lambda x: tuple(int(v) for v in x[0]) if len(x) else None      # noqa: E731
+    queue_offset = (int(file_name) + e * consumequeue.ENTRY_SIZE) // consumequeue.ENTRY_SIZE
+    return f"first difference at queue offset {queue_offset}: store {show(ea)}, rebuilt {show(eb)}"
+
+
+CHUNK = 16 << 20
+
+
+def _first_difference(a: Path, b: Path) -> int | None:
+    """The first byte position where two files differ (a shorter file reads as zeros), in bounded memory."""
+    size = max(a.stat().st_size, b.stat().st_size)
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        for position in range(0, size, CHUNK):
+            ca, cb = fa.read(CHUNK).ljust(min(CHUNK, size - position), b"\0"), \
+                fb.read(CHUNK).ljust(min(CHUNK, size - position), b"\0")
+            if ca != cb:
+                return position + int(np.flatnonzero(np.frombuffer(ca, np.uint8) != np.frombuffer(cb, np.uint8))[0])
+    return None
+
+
+def _index_difference(a: Path, b: Path) -> str | None:
+    """None when identical, else where the first difference is (header field, slot, entry)."""
+    i = _first_difference(a, b)
+    if i is None:
+        return None
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        ha = indexfile.decode_header(fa.read(indexfile.HEADER_SIZE).ljust(indexfile.HEADER_SIZE, b"\0"))
+        hb = indexfile.decode_header(fb.read(indexfile.HEADER_SIZE).ljust(indexfile.HEADER_SIZE, b"\0"))
+    fields = [f for f in indexfile.HEADER_DTYPE.names if ha[f] != hb[f]]
+    sizes = "" if a.stat().st_size == b.stat().st_size else \
+        f"sizes differ (store {a.stat().st_size} bytes, rebuilt {b.stat().st_size}); "
+    where = "header: " + ", ".join(f"{f} store {int(ha[f])} rebuilt {int(hb[f])}" for f in fields) if fields \
+        else f"first difference at byte {i}"
+    return sizes + where
+
+
+def compare(store: StoreMap, output: Path) -> list[Difference]:
+    """Every ConsumeQueue and IndexFile of the store against the rebuild in ``output``."""
+    out: list[Difference] = []
+    theirs = _files(store.consumequeue_dir) if store.consumequeue_dir else {}
+    ours = _files(output / "consumequeue")
+    for rel in sorted(set(theirs) | set(ours)):
+        a, b = theirs.get(rel), ours.get(rel)
+        store_rel = f"consumequeue/{rel}" if a else None
+        built_rel = f"consumequeue/{rel}" if b else None
+        if a is None or b is None:
+            out.append(Difference("consumequeue", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store"))
+            continue
+        da, db = a.read_bytes(), b.read_bytes()
+        out.append(Difference("consumequeue", store_rel, built_rel, "identical") if da == db else
+                   Difference("consumequeue", store_rel, built_rel, "differs",
+                              _first_entry_difference(da, db, os.path.basename(rel))))
+    theirs_ix = [Path(p) for p in store.index_files()] if store.index_dir else []
+    ours_ix = sorted(p for p in (output / "index").glob("*") if p.is_file() and not p.name.startswith(".")) \
+        if (output / "index").is_dir() else []
+    for k in range(max(len(theirs_ix), len(ours_ix))):
+        a = theirs_ix[k] if k < len(theirs_ix) else None
+        b = ours_ix[k] if k < len(ours_ix) else None
+        store_rel = f"index/{a.name}" if a else None
+        built_rel = f"index/{b.name}" if b else None
+        if a is None or b is None:
+            out.append(Difference("index", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store"))
+            continue
+        detail = _index_difference(a, b)
+        out.append(Difference("index", store_rel, built_rel, "identical") if detail is None else
+                   Difference("index", store_rel, built_rel, "differs", detail))
+    return out

@@ -1,0 +1,150 @@
+"""The broker settings and RocketMQ release a rebuild follows, and where each came from (driver).
+
+Each setting is taken, in order, from an explicit option, the broker's properties file (``--broker-conf``),
+what the store's own files show, or RocketMQ's default (``codec.broker_conf.STORE_SETTINGS``). What the
+files show:
+
+* ``mappedFileSizeConsumeQueue``: the size of the existing ConsumeQueue files (the broker preallocates every
+  file to it);
+* ``maxHashSlotNum``/``maxIndexNum``: the geometry of the existing IndexFiles (``store.indexes``);
+* the release family's index keys: whether the oldest IndexFile with entries holds ``topic#T#TAGS`` keys
+  for the records it covers (5.5.x does; earlier releases do not). Without IndexFiles or tagged records the
+  release cannot be told from the store: 4.9.8 is assumed and said so.
+
+A given setting (option or broker.conf) that contradicts what the files show is a conflict: the rebuild
+refuses (a ConsumeQueue or IndexFile of another size is one RocketMQ would misread) unless told to go ahead.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from rocketstore_spark import dispatch
+from rocketstore_spark.codec import broker_conf
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.indexfile import Geometry
+from rocketstore_spark.rebuild.consumequeue import file_size_setting
+from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.indexes import iter_entries, read_index_file, store_slot_count
+from rocketstore_spark.store.segment_reader import SegmentReader
+
+DEFAULT_RELEASE = "4.9.8"
+SAMPLE_ENTRIES = 4096
+
+
+@dataclass
+class RebuildSettings:
+    release: dispatch.Release
+    consume_queue_file_size: int
+    geometry: Geometry | None                # None: messageIndexEnable=false
+    message_delay_level: str
+    sources: dict[str, str] = field(default_factory=dict)       # setting -> where its value came from
+    conflicts: list[str] = field(default_factory=list)
+
+
+def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> RebuildSettings:
+    """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in
+    broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored."""
+    given, sources = {}, {}
+    if broker_conf_path:
+        with open(broker_conf_path, encoding="utf-8", errors="replace") as f:
+            for k, v in broker_conf.store_settings(broker_conf.parse_properties(f.read())).items():
+                given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
+    for k, v in (options or {}).items():
+        if v is not None:
+            given[k], sources[k] = v, "option"
+    values = {k: default for k, (_, default) in broker_conf.STORE_SETTINGS.items()}
+    sources.update({k: "RocketMQ's default" for k in values if k not in sources})
+    values.update({k: v for k, v in given.items() if k in values})
+    conflicts = []
+
+    observed_cq = _observed_cq_file_size(layout)
+    if observed_cq is not None:
+        if "mappedFileSizeConsumeQueue" in given:
+            if file_size_setting(given["mappedFileSizeConsumeQueue"]) != observed_cq:
+                conflicts.append(f"mappedFileSizeConsumeQueue={given['mappedFileSizeConsumeQueue']} "
+                                 f"({sources['mappedFileSizeConsumeQueue']}) but the store's ConsumeQueue files "
+                                 f"are {observed_cq} bytes")
+        else:
+            values["mappedFileSizeConsumeQueue"] = observed_cq
+            sources["mappedFileSizeConsumeQueue"] = "the store's ConsumeQueue files"
+
+    index_files = [str(p) for p in layout.files.index_files()]
+    observed_slots = store_slot_count(index_files) if index_files else None
+    if observed_slots is not None:
+        observed = read_index_file(index_files[0], observed_slots).geometry
+        for name, seen in (("maxHashSlotNum", observed.hash_slot_num), ("maxIndexNum", observed.index_num)):
+            if name in given and given[name] != seen:
+                conflicts.append(f"{name}={given[name]} ({sources[name]}) but the store's IndexFiles have {seen}")
+            elif name not in given:
+                values[name], sources[name] = seen, "the store's IndexFiles"
+    geometry = Geometry(values["maxHashSlotNum"], values["maxIndexNum"]) if values["messageIndexEnable"] else None
+
+    version = given.get("rocketmqVersion")
+    if version is not None:
+        release = dispatch.Release.parse(str(version))
+        sources["rocketmqVersion"] = sources.get("rocketmqVersion", "option")
+        tags = detect_index_tags(layout, observed_slots) if observed_slots is not None else None
+        if tags is not None and tags != release.index_tags:
+            conflicts.append(f"RocketMQ {release} {'indexes' if release.index_tags else 'does not index'} TAGS "
+                             f"but the store's IndexFiles {'do' if tags else 'do not'}")
+    else:
+        tags = detect_index_tags(layout, observed_slots) if observed_slots is not None else None
+        if tags is None:
+            release = dispatch.Release.parse(DEFAULT_RELEASE)
+            sources["rocketmqVersion"] = (f"assumed {DEFAULT_RELEASE}: the store does not show its release "
+                                          "(no IndexFile entries of tagged messages); give it")
+        else:
+            release = dispatch.Release.parse("5.5.0" if tags else DEFAULT_RELEASE)
+            sources["rocketmqVersion"] = ("the IndexFiles hold topic#T#TAGS keys: 5.5 or later" if tags else
+                                          "the IndexFiles hold no topic#T#TAGS keys: before 5.5 (dispatch as 4.9.8)")
+    return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
+                           values["messageDelayLevel"], sources, conflicts)
+
+
+def _observed_cq_file_size(layout: StoreLayout) -> int | None:
+    sizes = Counter()
+    for _, _, queue_dir in layout.files.queue_dirs():
+        for path, _ in layout.files.queue_files(queue_dir):
+            sizes[os.path.getsize(path)] += 1
+            if sum(sizes.values()) >= 64:
+                break
+    sizes.pop(0, None)
+    return sizes.most_common(1)[0][0] if sizes else None
+
+
+def detect_index_tags(layout: StoreLayout, slots: int) -> bool | None:
+    """Whether the oldest IndexFile with entries holds ``topic#T#TAGS`` keys for the tagged records it covers
+    (its first SAMPLE_ENTRIES entries); None when it covers no tagged record."""
+    for path in layout.files.index_files():
+        view = read_index_file(str(path), slots)
+        if view.geometry is not None and view.entry_count:
+            break
+    else:
+        return None
+    _, entries = next(iter_entries(view, SAMPLE_ENTRIES))
+    entries = entries[:SAMPLE_ENTRIES]
+    present = set(zip(entries["key_hash"].astype(np.int64).tolist(), entries["phy_offset"].astype(np.int64).tolist()))
+    lo, hi = int(entries["phy_offset"].min()), int(entries["phy_offset"].max())
+    batches = []
+    decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS)
+    for seg in layout.segments:
+        if seg.base_offset + seg.size <= lo or seg.base_offset > hi:
+            continue
+        for decoded in SegmentReader(seg.path, seg.base_offset, decoder):
+            batches.append(decoded.batch)
+    if not batches:
+        return None
+    records = pa.Table.from_batches(batches)
+    keys = dispatch.index_keys(records, dispatch.Release((5, 5, 0)))
+    tagged = [(h, p) for k, h, p in zip(keys["key"].to_pylist(), keys["key_hash"].to_pylist(),
+                                        keys["physical_offset"].to_pylist())
+              if dispatch.TAGS_KEY_SEPARATOR in k and lo <= p <= hi]
+    if not tagged:
+        return None
+    hits = sum((h, p) in present for h, p in tagged)
+    return hits * 2 >= len(tagged)
