@@ -7,7 +7,10 @@ files with it. Input is a table of decoded records (the columns of ``DISPATCH_CO
 output is Arrow/numpy in dispatch order (ascending physical offset). Vectorised (pyarrow compute, numba for
 the key hashes); runs wherever called (driver, executor, CLI).
 
-Release families differ in the keys (``Release.index_tags``): 5.5.x also indexes ``topic#T#TAGS``.
+Release families differ in the keys (``Release.index_tags``): from 5.4.0 on, ``IndexService.buildIndex`` also
+puts ``topic#T#TAGS`` (the whole TAGS value, a multi-tag ``a||b`` as one key; not for an empty TAGS).
+Record types: NOT_TYPE and COMMIT get a ConsumeQueue entry; every type but ROLLBACK is indexed (PREPARED
+records are indexed though not queued). docs/format/rocketmq-dispatch.md has the source citations.
 """
 from __future__ import annotations
 
@@ -43,8 +46,8 @@ class Release:
 
     @property
     def index_tags(self) -> bool:
-        """5.5.x indexes the whole TAGS value as ``topic#T#TAGS`` (seen in 5.5.1, absent from 5.3.3)."""
-        return self.version >= (5, 5, 0)
+        """5.4.0 and later index the whole TAGS value as ``topic#T#TAGS`` (absent from 5.3.4)."""
+        return self.version >= (5, 4, 0)
 
     def __str__(self) -> str:
         return ".".join(map(str, self.version))
@@ -66,8 +69,8 @@ def queue_entries(records: pa.Table) -> pa.Table:
 
 
 def index_keys(records: pa.Table, release: Release) -> pa.Table:
-    """Every IndexFile key in put order (dispatch order; per record UNIQ_KEY, then the KEYS pieces, then on
-    5.5.x the TAGS key): key, key_hash (the non-negative index hash), physical_offset, store_timestamp (ms)."""
+    """Every IndexFile key in put order (dispatch order; per record UNIQ_KEY, then the KEYS pieces, then from
+    5.4.0 the TAGS key): key, key_hash (the non-negative index hash), physical_offset, store_timestamp (ms)."""
     indexed = sort_for_dispatch(records.filter(pc.invert(pc.is_in(records["transaction_type"],
                                                                    pa.array(UNINDEXED_TYPES)))))
     n = indexed.num_rows

@@ -131,7 +131,8 @@ class ConsumeQueueWriter:
             position = queue_byte_offset - file_offset
             chunk = data[:self.file_size - position]
             path = directory / f"{file_offset:020d}"
-            if not path.exists():
+            if path.name not in result.files:
+                # a new file (or one a failed attempt of this same task began: rewritten identically)
                 directory.mkdir(parents=True, exist_ok=True)
                 with open(path, "wb") as f:
                     f.truncate(self.file_size)          # preallocated, as the broker's mapped files are

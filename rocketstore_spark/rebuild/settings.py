@@ -8,7 +8,7 @@ files show:
   file to it);
 * ``maxHashSlotNum``/``maxIndexNum``: the geometry of the existing IndexFiles (``store.indexes``);
 * the release family's index keys: whether the oldest IndexFile with entries holds ``topic#T#TAGS`` keys
-  for the records it covers (5.5.x does; earlier releases do not). Without IndexFiles or tagged records the
+  for the records it covers (5.4.0 and later do; earlier releases do not). Without IndexFiles or tagged records the
   release cannot be told from the store: 4.9.8 is assumed and said so.
 
 A given setting (option or broker.conf) that contradicts what the files show is a conflict: the rebuild
@@ -99,9 +99,10 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
             sources["rocketmqVersion"] = (f"assumed {DEFAULT_RELEASE}: the store does not show its release "
                                           "(no IndexFile entries of tagged messages); give it")
         else:
-            release = dispatch.Release.parse("5.5.0" if tags else DEFAULT_RELEASE)
-            sources["rocketmqVersion"] = ("the IndexFiles hold topic#T#TAGS keys: 5.5 or later" if tags else
-                                          "the IndexFiles hold no topic#T#TAGS keys: before 5.5 (dispatch as 4.9.8)")
+            release = dispatch.Release.parse("5.4.0" if tags else DEFAULT_RELEASE)
+            sources["rocketmqVersion"] = ("the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later" if tags else
+                                          "the IndexFiles hold no topic#T#TAGS keys: before 5.4.0 (dispatch as "
+                                          "4.9.8)")
     return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
                            values["messageDelayLevel"], sources, conflicts)
 

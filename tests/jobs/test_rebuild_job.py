@@ -1,0 +1,53 @@
+"""jobs/rebuild.py with a real local Spark session: the Spark rebuild writes what RocketMQ wrote."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs import rebuild as job
+from tests.golden.goldens import all_goldens
+from tests.rebuild.test_rebuild import tree
+
+pytestmark = pytest.mark.spark
+
+BY_ID = {g.id: g for g in all_goldens()}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_spark_rebuild_is_rocketmqs_own_rebuild(spark, tmp_path, capsys):
+    g = BY_ID["5.5.1/clean"]
+    assert job.main(spark, ["--store", str(g.store), "--output", str(tmp_path / "out")]) == 0
+    expected = g.store.parent / "expected-rebuild"
+    assert tree(tmp_path / "out" / "consumequeue") == tree(expected / "consumequeue")
+    assert [p.read_bytes() for p in sorted((tmp_path / "out" / "index").iterdir())] == \
+        [p.read_bytes() for p in sorted((expected / "index").iterdir())]
+    out = capsys.readouterr().out
+    assert "the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later" in out
+    assert f"{len(tree(expected / 'consumequeue'))} ConsumeQueue file(s), 6 IndexFile(s) written" in out
+
+
+def test_a_lagging_store_exits_3_and_shows_where_its_queues_differ(spark, tmp_path, capsys):
+    g = BY_ID["4.9.8/cq-lag-clean"]
+    assert job.main(spark, ["--store", str(g.store), "--output", str(tmp_path / "out")]) == 3
+    out = capsys.readouterr().out
+    cut = [s for s in g.manifest["surgery"] if s["action"] == "zero_cq_entries"]
+    deleted = [s for s in g.manifest["surgery"] if s["action"] == "delete_file"]
+    assert deleted and f"{len(cut) + len(deleted)} differ" in out
+    for s in deleted:
+        assert re.search(rf"consumequeue +- +{re.escape(s['file'])} +only_rebuilt", out), out
+    for s in cut:
+        queue_offset = (int(s["file"].rsplit("/", 1)[1]) + s["file_position"]) // 20
+        assert re.search(rf"{re.escape(s['file'])} +{re.escape(s['file'])} +differs +first difference at queue "
+                         rf"offset {queue_offset}: store \(0, 0, 0\)", out), out
+
+
+def test_an_output_inside_the_store_is_refused_before_spark_starts():
+    store = BY_ID["5.5.1/clean"].store
+    proc = subprocess.run([sys.executable, "jobs/rebuild.py", "--store", str(store), "--output", str(store / "x")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("rebuild: ") and "inside the store" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
