@@ -92,12 +92,12 @@ def rebuild(spark, store: str, output, options: dict | None = None, broker_conf:
         index_root = str(out / "index")
 
         def write_index(batches):
-            from rocketstore_spark.codec.decoder import RecordDecoder
+            from rocketstore_spark.rebuild.output import dispatch_decoder
             from rocketstore_spark.store.records import iter_decoded
             for _ in batches:
                 findings: list[Finding] = []
                 writer = IndexWriter(Path(index_root), geometry)
-                decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=delay)
+                decoder = dispatch_decoder(delay)
                 keys = 0
                 for decoded in iter_decoded(discover(path)[0], decoder, findings):
                     batch = dispatch.index_keys(pa.Table.from_batches([decoded.batch]), release)

@@ -217,6 +217,15 @@ class RebuildResult:
     differences: list[Difference]
 
 
+DISPATCH_BATCH_ROWS = 1 << 16        # the dispatch columns are small: big batches keep per-queue work per batch low
+
+
+def dispatch_decoder(message_delay_level: str) -> RecordDecoder:
+    """The decoder of the dispatch columns, in batches large enough that per-queue overhead stays small."""
+    return RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=message_delay_level,
+                         batch_rows=DISPATCH_BATCH_ROWS, batch_bytes=1 << 30)
+
+
 class SettingsConflict(ValueError):
     """Given broker settings contradict what the store's files show."""
 
@@ -238,7 +247,7 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     findings: list[Finding] = []
     queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, findings)
     index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None
-    decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=settings.message_delay_level)
+    decoder = dispatch_decoder(settings.message_delay_level)
     records = 0
     for decoded in iter_decoded(layout, decoder, findings):
         batch = pa.Table.from_batches([decoded.batch])
