@@ -53,6 +53,23 @@ CONSUMER_OFFSETS_SCHEMA = ", ".join([
     "source_file STRING",
 ])
 
+# config/topics.json, subscriptionGroup.json, delayOffset.json: null where the file has no such field
+TOPICS_SCHEMA = ", ".join([
+    "store STRING", "topic STRING", "read_queue_nums INT", "write_queue_nums INT", "perm INT", "perm_string STRING",
+    "topic_filter_type STRING", "topic_sys_flag INT", "order BOOLEAN", "attributes MAP<STRING, STRING>",
+    "source_file STRING",
+])
+
+SUBSCRIPTION_GROUPS_SCHEMA = ", ".join([
+    "store STRING", "consumer_group STRING", "consume_enable BOOLEAN", "consume_from_min_enable BOOLEAN",
+    "consume_broadcast_enable BOOLEAN", "consume_message_orderly BOOLEAN", "retry_queue_nums INT",
+    "retry_max_times INT", "broker_id BIGINT", "which_broker_when_consume_slowly BIGINT",
+    "notify_consumer_ids_changed_enable BOOLEAN", "group_sys_flag INT", "consume_timeout_minute INT",
+    "attributes MAP<STRING, STRING>", "forbidden MAP<STRING, INT>", "source_file STRING",
+])
+
+DELAY_OFFSETS_SCHEMA = "store STRING, delay_level INT, offset BIGINT, source_file STRING"
+
 
 def _split_top(text: str, sep: str) -> list[str]:
     parts, depth, cur = [], 0, ""

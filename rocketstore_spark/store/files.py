@@ -1,4 +1,5 @@
-"""The store's small files, read-only: checkpoint, abort, lock, config/consumerOffset.json (+ .bak).
+"""The store's small files, read-only: checkpoint, abort, lock, config/*.json (+ .bak: consumerOffset, topics,
+subscriptionGroup, delayOffset).
 
 Paths come from the store map (layout.StoreMap); runs wherever called (a Spark executor, the CLI, tests)."""
 from __future__ import annotations
@@ -27,16 +28,18 @@ def read_checkpoint(files: StoreMap) -> StoreState:
 
 
 @dataclass
-class ConsumerOffsets:
-    source: str | None                       # the file the rows came from, None if neither exists
-    rows: list[tuple[str, str, int, int]]    # (topic, group, queue_id, offset)
-    problems: list[str]
+class ConfigFile:
+    source: str | None       # the file the rows came from; None if neither exists nor loads
+    rows: list               # what the codec parser returned for it
+    problems: list[str]      # "path: why" for each file passed over (empty, unparsable)
 
 
-def read_consumer_offsets(files: StoreMap) -> ConsumerOffsets:
-    """As ConfigManager.load does: the file, or its .bak when the file is missing, empty or unparsable."""
+def read_config(paths, parse) -> ConfigFile:
+    """As ConfigManager.load does: the file, or its .bak when the file is missing, empty or unparsable
+    (``parse``, a codec.config_json parser, raises ValueError for every malformation). ``paths``: the pair a
+    StoreMap gives (``config_paths``); names read from the data never become paths."""
     problems = []
-    for path in files.consumer_offsets_paths():
+    for path in paths:
         path = str(path)
         if not os.path.isfile(path):
             continue
@@ -46,7 +49,27 @@ def read_consumer_offsets(files: StoreMap) -> ConsumerOffsets:
             problems.append(f"{path}: empty")
             continue
         try:
-            return ConsumerOffsets(path, config_json.consumer_offsets(text), problems)
-        except ValueError as e:           # config_json turns every malformation into a ValueError
+            return ConfigFile(path, parse(text), problems)
+        except ValueError as e:
             problems.append(f"{path}: {e}")
-    return ConsumerOffsets(None, [], problems)
+    return ConfigFile(None, [], problems)
+
+
+def read_consumer_offsets(files: StoreMap) -> ConfigFile:
+    """config/consumerOffset.json: (topic, group, queue_id, offset) rows."""
+    return read_config(files.consumer_offsets_paths(), config_json.consumer_offsets)
+
+
+def read_topics(files: StoreMap) -> ConfigFile:
+    """config/topics.json: a dict per topic config (config_json.topics)."""
+    return read_config(files.topics_paths(), config_json.topics)
+
+
+def read_subscription_groups(files: StoreMap) -> ConfigFile:
+    """config/subscriptionGroup.json: a dict per consumer group (config_json.subscription_groups)."""
+    return read_config(files.subscription_groups_paths(), config_json.subscription_groups)
+
+
+def read_delay_offsets(files: StoreMap) -> ConfigFile:
+    """config/delayOffset.json: a dict per delay level (config_json.delay_offsets)."""
+    return read_config(files.delay_offsets_paths(), config_json.delay_offsets)

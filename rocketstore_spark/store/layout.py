@@ -25,6 +25,9 @@ QUEUE_ID_NAME = re.compile(r"^\d+$")
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
 CONSUMER_OFFSETS = "consumerOffset.json"
+TOPICS = "topics.json"
+SUBSCRIPTION_GROUPS = "subscriptionGroup.json"
+DELAY_OFFSETS = "delayOffset.json"
 
 
 def segment_name(base_offset: int) -> str:
@@ -135,7 +138,20 @@ class StoreMap:
     def config_path(self, name: str) -> Path | None:
         return self._under_root("config", name)
 
+    def config_paths(self, name: str) -> tuple[Path, Path] | tuple[()]:
+        """config/{name} and its .bak, in the order the broker's ConfigManager.load tries them (none without
+        a root)."""
+        main = self.config_path(name)
+        return () if main is None else (main, main.with_name(name + ".bak"))
+
     def consumer_offsets_paths(self) -> tuple[Path, Path] | tuple[()]:
-        """consumerOffset.json and its .bak, in the order the broker tries them."""
-        main = self.config_path(CONSUMER_OFFSETS)
-        return () if main is None else (main, main.with_name(CONSUMER_OFFSETS + ".bak"))
+        return self.config_paths(CONSUMER_OFFSETS)
+
+    def topics_paths(self) -> tuple[Path, Path] | tuple[()]:
+        return self.config_paths(TOPICS)
+
+    def subscription_groups_paths(self) -> tuple[Path, Path] | tuple[()]:
+        return self.config_paths(SUBSCRIPTION_GROUPS)
+
+    def delay_offsets_paths(self) -> tuple[Path, Path] | tuple[()]:
+        return self.config_paths(DELAY_OFFSETS)

@@ -38,6 +38,13 @@ class Golden:
     def messages(self) -> list[dict]:
         return self.manifest["messages"]
 
+    @cached_property
+    def config_manifest(self) -> dict | None:
+        """config-manifest.json (consumer-offsets stores): what RocketMQ was given for topics.json,
+        subscriptionGroup.json and delayOffset.json; None where the scenario has none."""
+        path = self.path / "config-manifest.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
 
 def all_goldens(root: Path = GOLDEN_ROOT) -> list[Golden]:
     found = []
@@ -50,3 +57,43 @@ def all_goldens(root: Path = GOLDEN_ROOT) -> list[Golden]:
 def fastjson_loads(text: str) -> dict:
     """json.loads for RocketMQ's config files: fastjson writes integer map keys unquoted ({0:250})."""
     return json.loads(re.sub(r'([{,]\s*)(-?\d+)(\s*:)', r'\1"\2"\3', text))
+
+
+#: RocketMQ's field names (config-manifest.json) -> the columns of rocketmq_topics / _subscription_groups
+TOPIC_COLUMNS = {"topicName": "topic", "readQueueNums": "read_queue_nums", "writeQueueNums": "write_queue_nums",
+                 "perm": "perm", "perm2String": "perm_string", "topicFilterType": "topic_filter_type",
+                 "topicSysFlag": "topic_sys_flag", "order": "order", "attributes": "attributes"}
+GROUP_COLUMNS = {"groupName": "consumer_group", "consumeEnable": "consume_enable",
+                 "consumeFromMinEnable": "consume_from_min_enable", "consumeBroadcastEnable": "consume_broadcast_enable",
+                 "consumeMessageOrderly": "consume_message_orderly", "retryQueueNums": "retry_queue_nums",
+                 "retryMaxTimes": "retry_max_times", "brokerId": "broker_id",
+                 "whichBrokerWhenConsumeSlowly": "which_broker_when_consume_slowly",
+                 "notifyConsumerIdsChangedEnable": "notify_consumer_ids_changed_enable",
+                 "groupSysFlag": "group_sys_flag", "consumeTimeoutMinute": "consume_timeout_minute",
+                 "attributes": "attributes"}
+
+
+def canonical(rows) -> list[dict]:
+    """Config table rows (dicts, with map values) in one order, whatever the order of their keys."""
+    def key(value):
+        return sorted((k, key(v)) for k, v in value.items()) if isinstance(value, dict) else value
+    return sorted(rows, key=lambda r: repr(key(r)))
+
+
+def expected_config_rows(golden: Golden, table: str, state: str = "current") -> list[dict]:
+    """The rows a config table should have for what RocketMQ was given (``state``: "current" for the file,
+    "bak" for its .bak), in canonical order; fields the version does not have are None. ``table``: "topics",
+    "subscription_groups" or "delay_offsets"."""
+    given = golden.config_manifest[table][state]
+    if table == "delay_offsets":
+        return canonical({"delay_level": int(k), "offset": v} for k, v in given.items())
+    columns = TOPIC_COLUMNS if table == "topics" else GROUP_COLUMNS
+    configs = given if table == "topics" else given["groups"]
+    rows = [{ours: c.get(java) for java, ours in columns.items()} for c in configs]
+    if table == "subscription_groups":
+        forbidden = dict(given.get("forbidden", {}))
+        for row in rows:
+            row["forbidden"] = forbidden.pop(row["consumer_group"], None)
+        rows += [{**dict.fromkeys(GROUP_COLUMNS.values()), "consumer_group": g, "forbidden": f}
+                 for g, f in forbidden.items()]
+    return canonical(rows)

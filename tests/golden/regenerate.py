@@ -3,17 +3,22 @@
 
     python tests/golden/regenerate.py                      # every version, into tests/golden/
     python tests/golden/regenerate.py --versions 5.5.1 --out /tmp/golden
+    python tests/golden/regenerate.py --config-only        # only the config files, into the existing stores
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
 damaged scenarios, and records RocketMQ's view of every store (its own decoding of every record, and the
-outcome of its real recovery run on a copy) in ``<version>/<scenario>/manifest.json``.
+outcome of its real recovery run on a copy) in ``<version>/<scenario>/manifest.json``. Last, the broker's
+other config files (topics.json, subscriptionGroup.json, 5.x delayOffset.json) are added to the
+consumer-offsets store, with what RocketMQ was given in ``config-manifest.json`` next to its manifest; this
+step touches nothing the manifest describes, so ``--config-only`` can redo it on existing stores in seconds.
 
 Only the standard library is used: the ground truth must not depend on the codecs it is meant to check.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -56,6 +61,10 @@ GEOMETRY = {
 }
 
 BLANK_MAGIC = -875286124
+
+#: the scenario whose store also gets the broker's other config files (the README examples read it)
+CONFIG_SCENARIO = "consumer-offsets"
+CONFIG_MANIFEST = "config-manifest.json"
 
 
 class GoldenError(RuntimeError):
@@ -274,8 +283,55 @@ class VersionRun:
         print(f"== RocketMQ {self.version}: manifests", file=sys.stderr)
         for name, spec in scenarios.items():
             self.write_manifest(name, spec)
+        self.write_config()
         shutil.rmtree(self.scratch, ignore_errors=True)
         return list(scenarios)
+
+    def config_only(self) -> list[str]:
+        """Only the config step, on the existing consumer-offsets store (no store phases, manifests untouched)."""
+        if not (self.root / CONFIG_SCENARIO / "manifest.json").exists():
+            raise GoldenError(f"{self.root / CONFIG_SCENARIO} has no manifest: regenerate without --config-only first")
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        print(f"== RocketMQ {self.version}: building the generator", file=sys.stderr)
+        self.classpath = build(self.version)
+        self.write_config()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        return [CONFIG_SCENARIO]
+
+    def config_files(self) -> list[str]:
+        """The config files the config step writes (4.9.8's delayOffset.json is RocketMQ's own, from the store run)."""
+        names = ["topics.json", "subscriptionGroup.json"] + (["delayOffset.json"] if self.v5 else [])
+        return [f"config/{n}{suffix}" for n in names for suffix in ("", ".bak")]
+
+    def write_config(self) -> None:
+        """config/topics.json and subscriptionGroup.json (+ .bak; 5.x also delayOffset.json, whose service lives
+        in the broker there) written through RocketMQ's classes into the consumer-offsets store, and
+        config-manifest.json: what RocketMQ was given (tests/golden/README.md)."""
+        scenario_dir = self.root / CONFIG_SCENARIO
+        store = scenario_dir / "store"
+        manifest = json.loads((scenario_dir / "manifest.json").read_text())
+        for rel in self.config_files():
+            (store / rel).unlink(missing_ok=True)
+        out = self.scratch / "config.json"
+        delay = [f"{q['queue_id'] + 1}={q['max_offset']}" for q in manifest["queues"]
+                 if q["topic"] == "SCHEDULE_TOPIC_XXXX"] if self.v5 else []
+        self.gen("config", "--store", str(store), "--out", str(out), *(a for d in delay for a in ("--delay", d)))
+        given = json.loads(out.read_text())
+        doc = {
+            "scenario": CONFIG_SCENARIO,
+            "description": "The broker's config files next to consumerOffset.json, each persisted twice through "
+                           "RocketMQ's ConfigManager (the .bak holds the first state: system entries only). "
+                           "'current' and 'bak' are what RocketMQ was given (4.9.8 delay offsets: what its own "
+                           "ScheduleMessageService wrote, as RocketMQ reads the file back).",
+            "rocketmq_version": self.version,
+            "not_reproducible": {"dataVersion": "timestamp of the generator's clock"},
+            "files": [{"path": rel, "size": (store / rel).stat().st_size,
+                       "sha256": hashlib.sha256((store / rel).read_bytes()).hexdigest()} for rel in self.config_files()],
+            **given,
+        }
+        (scenario_dir / CONFIG_MANIFEST).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        print(f"   {CONFIG_SCENARIO}: {len(doc['files'])} config files, {len(given['topics']['current'])} topics, "
+              f"{len(given['subscription_groups']['current']['groups'])} groups", file=sys.stderr)
 
     @staticmethod
     def offset_args(view: dict) -> list[str]:
@@ -347,13 +403,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS),
                         help="RocketMQ versions from Maven Central (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: tests/golden)")
+    parser.add_argument("--config-only", action="store_true",
+                        help=f"only rewrite the config files of the existing {CONFIG_SCENARIO} stores under --out")
     args = parser.parse_args(argv)
     try:
         require_tools()
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="golden-") as scratch:
             for version in args.versions:
-                names = VersionRun(version, args.out.resolve(), Path(scratch)).generate()
+                run_version = VersionRun(version, args.out.resolve(), Path(scratch))
+                names = run_version.config_only() if args.config_only else run_version.generate()
                 print(f"== RocketMQ {version}: {', '.join(names)}", file=sys.stderr)
     except GoldenError as e:
         print(f"regenerate: {e}", file=sys.stderr)

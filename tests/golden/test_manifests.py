@@ -67,7 +67,7 @@ def test_both_rocketmq_lines_present():
 @golden_param()
 def test_files_match_manifest(golden: Golden):
     """Every file RocketMQ left is committed unchanged (a bad checkout or an LFS pointer would fail here)."""
-    listed = {f["path"]: f for f in golden.manifest["files"]}
+    listed = {f["path"]: f for f in golden.manifest["files"] + (golden.config_manifest or {}).get("files", [])}
     on_disk = {str(p.relative_to(golden.store)) for p in golden.store.rglob("*") if p.is_file()}
     assert set(listed) == on_disk
     for rel, f in listed.items():
@@ -257,6 +257,28 @@ def test_consumer_offsets_cover_every_case(golden: Golden):
     assert cases["beyond max"] == {"golden_beyond_max"}
     assert "golden_caught_up" in cases["caught up"]
     assert "golden_in_range" in cases["in range"]
+
+
+@golden_param(["consumer-offsets"])
+def test_config_files_hold_what_rocketmq_was_given(golden: Golden):
+    """topics.json, subscriptionGroup.json, delayOffset.json (and .bak) hold the tables of config-manifest.json,
+    read with the standard library alone: the config ground truth is sound before our parsers meet it."""
+    given = golden.config_manifest
+    config = golden.store / "config"
+    for state, suffix in (("current", ""), ("bak", ".bak")):
+        topics = fastjson_loads((config / f"topics.json{suffix}").read_text())["topicConfigTable"]
+        assert topics == {t["topicName"]: {k: v for k, v in t.items() if k != "perm2String"}
+                          for t in given["topics"][state]}
+        doc = fastjson_loads((config / f"subscriptionGroup.json{suffix}").read_text())
+        groups = {g["groupName"]: g for g in given["subscription_groups"][state]["groups"]}
+        assert set(doc["subscriptionGroupTable"]) == set(groups)
+        for name, g in doc["subscriptionGroupTable"].items():
+            assert {k: g[k] for k in groups[name]} == groups[name], name
+        assert doc.get("forbiddenTable") == given["subscription_groups"][state].get("forbidden")
+        delay = fastjson_loads((config / f"delayOffset.json{suffix}").read_text())
+        assert delay["offsetTable"] == given["delay_offsets"][state]
+        assert ("dataVersion" in delay) == golden.version.startswith("5.")
+    assert {t["perm2String"] for t in given["topics"]["current"]} >= {"RW-", "R--", "-W-", "---", "--X", "RWX"}
 
 
 @golden_param(["propcrc"])

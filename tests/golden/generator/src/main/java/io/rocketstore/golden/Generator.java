@@ -53,6 +53,9 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  *                                                     open a copy, let RocketMQ recover and dispatch, report
  *   expire  --store DIR                               let RocketMQ's cleaner delete the oldest segment
  *   offsets --store DIR --set topic@group/queueId=offset ...   persist config/consumerOffset.json
+ *   config  --store DIR --out FILE [--delay level=offset ...]
+ *                                                     persist config/topics.json, subscriptionGroup.json
+ *                                                     (5.x: delayOffset.json); FILE: what RocketMQ was given
  * </pre>
  *
  * Geometry is deliberately tiny so a store of a few hundred messages crosses every boundary: 128 KiB
@@ -86,6 +89,7 @@ public final class Generator {
                 case "recover": recover(args); break;
                 case "expire": expire(args); break;
                 case "offsets": offsets(args); break;
+                case "config": config(args); break;
                 default: throw new IllegalArgumentException("unknown command " + args.command);
             }
         } catch (Exception | Error e) {
@@ -770,6 +774,21 @@ public final class Generator {
         log("persisted " + table.size() + " topic@group entries to " + path);
     }
 
+    // ----------------------------------------------------------------------------------------- config
+
+    /** The broker's other config files (ConfigFiles); --delay: the 5.x ScheduleMessageService progress. */
+    static void config(Args args) throws Exception {
+        Map<Integer, Long> delay = new TreeMap<>();
+        for (String s : args.all("delay")) {
+            String[] kv = s.split("=");
+            delay.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
+        }
+        Map<String, Object> given = ConfigFiles.write(Paths.get(args.get("store")), delay);
+        Files.write(Paths.get(args.get("out")), Json.write(given).getBytes(StandardCharsets.UTF_8));
+        log("persisted config/topics.json, subscriptionGroup.json" + (Rmq.V5 ? ", delayOffset.json" : "")
+            + " under " + args.get("store"));
+    }
+
     // ------------------------------------------------------------------------------------------ files
 
     static List<Object> listFiles(Path root) throws IOException {
@@ -847,7 +866,7 @@ public final class Generator {
 
         Args(String[] argv) {
             if (argv.length == 0) {
-                throw new IllegalArgumentException("usage: write|inspect|recover|expire|offsets --store DIR ...");
+                throw new IllegalArgumentException("usage: write|inspect|recover|expire|offsets|config --store DIR ...");
             }
             command = argv[0];
             for (int i = 1; i < argv.length; i++) {

@@ -31,6 +31,17 @@ final class Rmq {
         ? "org.apache.rocketmq.common.message.MessageExtBrokerInner"
         : "org.apache.rocketmq.store.MessageExtBrokerInner");
 
+    /** Config classes that moved from rocketmq-common (4.x) to rocketmq-remoting (5.x). */
+    static final String DATA_VERSION = V5
+        ? "org.apache.rocketmq.remoting.protocol.DataVersion"
+        : "org.apache.rocketmq.common.DataVersion";
+    static final String TOPIC_CONFIG_WRAPPER = V5
+        ? "org.apache.rocketmq.remoting.protocol.body.TopicConfigSerializeWrapper"
+        : "org.apache.rocketmq.common.protocol.body.TopicConfigSerializeWrapper";
+    static final String SUBSCRIPTION_GROUP_CONFIG = V5
+        ? "org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig"
+        : "org.apache.rocketmq.common.subscription.SubscriptionGroupConfig";
+
     private Rmq() {
     }
 
@@ -82,6 +93,34 @@ final class Rmq {
     static long maxOffsetInQueue(DefaultMessageStore store, String topic, int queueId) throws Exception {
         Method m = DefaultMessageStore.class.getMethod("getMaxOffsetInQueue", String.class, int.class);
         return (Long) call(store, m, topic, queueId);
+    }
+
+    /** A new instance of a RocketMQ class through its public no-argument constructor. */
+    static Object newInstance(String className) throws Exception {
+        return load(className).getConstructor().newInstance();
+    }
+
+    /** Does {@code target} have a public method {@code name} taking {@code arity} arguments in this version? */
+    static boolean has(Object target, String name, int arity) {
+        return method(target, name, arity) != null;
+    }
+
+    /** The public method {@code name} taking {@code args.length} arguments (setters: boxed values unbox and widen). */
+    static Object invoke(Object target, String name, Object... args) throws Exception {
+        Method m = method(target, name, args.length);
+        if (m == null) {
+            throw new NoSuchMethodException(target.getClass().getName() + "." + name + " in RocketMQ " + version());
+        }
+        return call(target, m, args);
+    }
+
+    private static Method method(Object target, String name, int arity) {
+        for (Method m : target.getClass().getMethods()) {
+            if (m.getName().equals(name) && m.getParameterCount() == arity) {
+                return m;
+            }
+        }
+        return null;
     }
 
     /** Any public no-argument getter, or null when this version does not have it. */
