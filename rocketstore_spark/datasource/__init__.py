@@ -8,30 +8,46 @@ REQUIRED_SETTINGS = {"spark.sql.python.filterPushdown.enabled": "true"}
 def register(spark) -> None:
     """Register every rocketmq* data source with ``spark`` (driver), and turn on what they need: Python
     filter pushdown (without it Spark refuses a source that accepts filters). Works on a classic session
-    and on Spark Connect: where a SparkContext exists, the session's parallelism goes into the environment
-    of the sources' Python workers (planning.auto_split_size); elsewhere planning uses the CPU count."""
+    and on Spark Connect: on a classic one the session's parallelism goes into the environment of the
+    sources' Python workers (planning.auto_split_size); a Connect client has no SparkContext (nor JVM), so
+    there planning uses the CPU count of the server's worker and ``rocketmq`` takes no filters. On a local
+    master whose configured worker Python lacks the package, the sources run on the driver's Python
+    (datasource.workers)."""
     from rocketstore_spark.datasource.planning import PARALLELISM_ENV
     for key, value in REQUIRED_SETTINGS.items():
         spark.conf.set(key, value)
-    try:
-        sc = spark.sparkContext                  # absent on Spark Connect
-        sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
-    except Exception:                            # noqa: BLE001 — Connect raises its own not-supported error
-        pass
+    from contextlib import nullcontext
+
     from rocketstore_spark.datasource.commitlog import RocketMQPushdownDataSource, pushdown_is_scan_scoped
-    for source in sources():
-        if source.name() == "rocketmq" and pushdown_is_scan_scoped(spark):
-            source = RocketMQPushdownDataSource
-        spark.dataSource.register(source)
+    from rocketstore_spark.datasource.workers import worker_python
+    workers = nullcontext()
+    if not is_connect(spark):
+        sc = spark.sparkContext
+        sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
+        workers = worker_python(sc)
+    with workers:
+        for source in sources():
+            if source.name() == "rocketmq" and pushdown_is_scan_scoped(spark):
+                source = RocketMQPushdownDataSource
+            spark.dataSource.register(source)
+
+
+def is_connect(spark) -> bool:
+    """Is ``spark`` a Spark Connect session? Its client has no SparkContext and no py4j JVM: ``sparkContext``
+    and ``_jvm`` raise. Told by its class, so that a classic-only install need not import the Connect client."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
 
 
 def sources() -> tuple:
     """Every data source class, ``rocketmq`` first."""
     from rocketstore_spark.datasource.checkpoint import CheckpointDataSource
     from rocketstore_spark.datasource.commitlog import RocketMQDataSource
+    from rocketstore_spark.datasource.config_tables import (DelayOffsetsDataSource, SubscriptionGroupsDataSource,
+                                                            TopicsDataSource)
     from rocketstore_spark.datasource.consumequeue import ConsumeQueueDataSource
     from rocketstore_spark.datasource.consumer_offsets import ConsumerOffsetsDataSource
     from rocketstore_spark.datasource.index import IndexDataSource, IndexHeaderDataSource
     from rocketstore_spark.datasource.segments import SegmentsDataSource
     return (RocketMQDataSource, SegmentsDataSource, ConsumeQueueDataSource, IndexDataSource, IndexHeaderDataSource,
-            CheckpointDataSource, ConsumerOffsetsDataSource)
+            CheckpointDataSource, ConsumerOffsetsDataSource, TopicsDataSource, SubscriptionGroupsDataSource,
+            DelayOffsetsDataSource)

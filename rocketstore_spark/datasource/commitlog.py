@@ -28,6 +28,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
                                     LessThan, LessThanOrEqual)
 from pyspark.sql.types import StructType
 
+from rocketstore_spark.datasource import is_connect
 from rocketstore_spark.datasource.base import validate_paths
 from rocketstore_spark.datasource.options import CommitLogOptions
 from rocketstore_spark.datasource.planning import ScanPartition, SegmentRange, plan_partitions, session_parallelism
@@ -70,12 +71,15 @@ def pushdown_is_scan_scoped(spark) -> bool:
     Spark 4.2.0 stores it on the DataFrame's relation and reuses it for every later scan of that DataFrame
     that pushes no filter: ``df.where("topic = 'A'").count()`` followed by ``df.count()`` would return the
     filtered count. Later Sparks keep it in the scan builder (a ``readInfo`` field there); only then is our
-    pushdown safe. Checked on the driver through the JVM; False where that cannot be seen (Spark Connect)."""
+    pushdown safe. Checked on the driver through the JVM; False where that cannot be seen: a Spark Connect
+    client has no JVM (and its server may be any Spark), another Spark may lack the class."""
+    if is_connect(spark):
+        return False
     try:
         builder = spark._jvm.java.lang.Class.forName(
             "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder")
         return any(f.getName() == "readInfo" for f in builder.getDeclaredFields())
-    except Exception:                       # noqa: BLE001 — no JVM gateway (Connect) or another Spark
+    except Exception:                       # noqa: BLE001 — no JVM gateway or another Spark
         return False
 
 
