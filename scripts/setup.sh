@@ -22,18 +22,7 @@ echo "setup: creating .venv and installing rocketstore-spark[test]" >&2
 .venv/bin/python -m pip install -q -e '.[test]'
 
 echo "setup: fetching Delta Lake JARs with Maven into jars/" >&2
-rm -f jars/*.jar
-(cd jars && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory=. -DincludeScope=runtime)
-# Keep only what Spark does not already ship: a second copy of jackson, hadoop or parquet on the
-# classpath would shadow Spark's own and break it.
-.venv/bin/python - <<'PY'
-import pathlib, re, pyspark
-spark_jars = pathlib.Path(pyspark.__file__).parent / "jars"
-artifact = lambda p: re.sub(r"-\d[\w.\-]*\.jar$", "", p.name)
-shipped = {artifact(p) for p in spark_jars.glob("*.jar")}
-for jar in pathlib.Path("jars").glob("*.jar"):
-    if artifact(jar) in shipped:
-        jar.unlink()
-print("setup: jars/ =", ", ".join(sorted(p.name for p in pathlib.Path("jars").glob("*.jar"))))
-PY
+# the same command a pip-installed package offers (rocketstore_spark/jars.py): jars/pom.xml's dependencies,
+# less the JARs Spark already ships
+.venv/bin/python -m rocketstore_spark.jars fetch jars
 echo "$stamp_input" > .setup-stamp
