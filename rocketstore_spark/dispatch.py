@@ -44,6 +44,14 @@ class Release:
             raise ValueError(f"RocketMQ version {text!r}: expected X.Y.Z, e.g. 4.9.8 or 5.5.1")
         return cls((int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
 
+    NEWEST_READ = (5, 5, 1)             # the newest release whose source these rules were checked against
+
+    @property
+    def checked(self) -> bool:
+        """Whether this release lies within the releases whose source the rules were read from (4.x to
+        5.5.1); a newer one is dispatched by the newest rules known."""
+        return (4, 0, 0) <= self.version <= self.NEWEST_READ
+
     @property
     def index_tags(self) -> bool:
         """5.4.0 and later index the whole TAGS value as ``topic#T#TAGS`` (absent from 5.3.4)."""

@@ -4,9 +4,11 @@ library API ``rebuild_store``, the Spark job and the CLI).
 The store is only read (the same decoder and read-only segment reader as every other reader). The output
 directory must not be the store or lie inside it, also through symlinks; ``DIR/consumequeue`` and
 ``DIR/index`` must not exist yet. Topics read from the CommitLog become directory names only when they are
-safe path components (not empty, ``.``/``..``, no ``/`` or NUL, at most 255 bytes); a queue whose topic is
-not is skipped with a ``rebuild.unsafe_topic`` finding. Files are written under a temporary name, fsynced and
-renamed into place, ConsumeQueue files at their full broker size (RocketMQ preallocates them).
+safe path components (not empty, ``.``/``..``, no ``/``, NUL or other control character, at most 255
+bytes); a queue whose topic is not is skipped with a ``rebuild.unsafe_topic`` finding. Every file is
+written under a temporary name (``.NAME.tmp``), fsynced and renamed into place when complete, ConsumeQueue
+files at their full broker size (RocketMQ preallocates them): a killed run leaves no half-written file under
+a final name, and ``rebuild_store`` removes what it created when it fails.
 
 Streaming: records are dispatched batch by batch in CommitLog order; each queue keeps its dispatch state
 (``rebuild.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,18 +59,19 @@ def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Pa
 
 def safe_component(name: str) -> bool:
     """Whether a name read from data can be one directory name (module docstring)."""
-    return (bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
+    return (bool(name) and name not in (".", "..") and "/" not in name
+            and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
             and len(name.encode("utf-8", "surrogatepass")) <= 255)
 
 
-def _write_atomically(path: Path, data: bytes | memoryview, size: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if size is not None and size > len(data):
-            f.truncate(size)
-        f.flush()
+def temporary(path: Path) -> Path:
+    """Where ``path`` is written until it is complete."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+def publish(tmp: Path, path: Path) -> None:
+    """fsync the complete file ``tmp`` and rename it to ``path``."""
+    with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
 
@@ -130,13 +134,14 @@ class ConsumeQueueWriter:
             file_offset = (queue_byte_offset // self.file_size) * self.file_size
             position = queue_byte_offset - file_offset
             chunk = data[:self.file_size - position]
-            path = directory / f"{file_offset:020d}"
-            if path.name not in result.files:
+            path = temporary(directory / f"{file_offset:020d}")
+            name = f"{file_offset:020d}"
+            if name not in result.files:
                 # a new file (or one a failed attempt of this same task began: rewritten identically)
                 directory.mkdir(parents=True, exist_ok=True)
                 with open(path, "wb") as f:
                     f.truncate(self.file_size)          # preallocated, as the broker's mapped files are
-                result.files.append(path.name)
+                result.files.append(name)
             with open(path, "r+b") as f:
                 f.seek(position)
                 f.write(chunk)
@@ -144,10 +149,11 @@ class ConsumeQueueWriter:
             queue_byte_offset += len(chunk)
 
     def close(self) -> None:
+        """Every file complete: fsynced and renamed to its final name."""
         for result in self.queues.values():
+            directory = self.root / result.topic / str(result.queue_id)
             for name in result.files:
-                with open(self.root / result.topic / str(result.queue_id) / name, "rb") as f:
-                    os.fsync(f.fileno())
+                publish(temporary(directory / name), directory / name)
 
 
 class IndexWriter:
@@ -179,7 +185,7 @@ class IndexWriter:
 
     def _open(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self._tmp = self.root / f".building-{len(self.files)}"
+        self._tmp = temporary(self.root / f"building-{len(self.files)}")
         with open(self._tmp, "wb") as f:
             f.truncate(self.geometry.file_size)
         self._buf = np.memmap(self._tmp, dtype=np.uint8, mode="r+")
@@ -194,9 +200,7 @@ class IndexWriter:
         ms = self._first_ms if self._last_name_ms is None else max(self._first_ms, self._last_name_ms + 1)
         self._last_name_ms = ms
         name = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3]
-        with open(self._tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(self._tmp, self.root / name)
+        publish(self._tmp, self.root / name)
         self.files.append(name)
 
     def close(self) -> None:
@@ -249,14 +253,19 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None
     decoder = dispatch_decoder(settings.message_delay_level)
     records = 0
-    for decoded in iter_decoded(layout, decoder, findings):
-        batch = pa.Table.from_batches([decoded.batch])
-        records += batch.num_rows
-        queues.add(dispatch.queue_entries(batch))
+    try:
+        for decoded in iter_decoded(layout, decoder, findings):
+            batch = pa.Table.from_batches([decoded.batch])
+            records += batch.num_rows
+            queues.add(dispatch.queue_entries(batch))
+            if index is not None:
+                index.add(dispatch.index_keys(batch, settings.release))
+        queues.close()
         if index is not None:
-            index.add(dispatch.index_keys(batch, settings.release))
-    queues.close()
-    if index is not None:
-        index.close()
+            index.close()
+    except BaseException:
+        for sub in ("consumequeue", "index"):          # check_output made sure neither existed before
+            shutil.rmtree(out / sub, ignore_errors=True)
+        raise
     return RebuildResult(layout.name, out, settings, sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
                          index.files if index is not None else [], records, findings, compare(layout.files, out))

@@ -103,6 +103,10 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
             sources["rocketmqVersion"] = ("the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later" if tags else
                                           "the IndexFiles hold no topic#T#TAGS keys: before 5.4.0 (dispatch as "
                                           "4.9.8)")
+    if not release.checked:
+        sources["rocketmqVersion"] = (sources.get("rocketmqVersion", "") + f"; RocketMQ {release} is outside the "
+                                      "releases these rules were read from (4.x to 5.5.1): dispatched by the "
+                                      "newest rules known, unverified")
     return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
                            values["messageDelayLevel"], sources, conflicts)
 

@@ -94,11 +94,12 @@ def test_the_output_never_lies_inside_the_store(tmp_path):
 
 
 def test_a_topic_that_cannot_be_a_directory_is_reported_and_the_rest_rebuilt(tmp_path):
-    write_store(tmp_path / "store" / "commitlog", [Message("..", b"x"), Message("T", b"y"), Message("a/b", b"z")])
+    write_store(tmp_path / "store" / "commitlog", [Message("..", b"x"), Message("T", b"y"), Message("a/b", b"z"),
+                                                   Message("bell\x07", b"w")])
     result = rebuild_store(str(tmp_path / "store"), tmp_path / "out", options={"messageIndexEnable": False})
     assert sorted(os.listdir(tmp_path / "out" / "consumequeue")) == ["T"]
-    assert sorted(f.message.split("'")[1] for f in result.findings if f.check == "rebuild.unsafe_topic") == \
-        ["..", "a/b"]
+    assert sorted(f.message.split(" cannot")[0] for f in result.findings if f.check == "rebuild.unsafe_topic") == \
+        ["topic '..'", "topic 'a/b'", "topic 'bell\\x07'"]
     assert not (tmp_path / "out" / "index").exists()                      # messageIndexEnable=false
 
 
@@ -125,3 +126,19 @@ def test_broker_conf_settings_and_conflicts_with_what_the_files_show(tmp_path):
         rebuild_store(str(store), tmp_path / "out", options={"mappedFileSizeConsumeQueue": 6_000_000})
     result = rebuild_store(str(store), tmp_path / "out", broker_conf=str(conf), allow_conflicts=True)
     assert result.settings.geometry == Geometry(128, 512) and result.settings.sources["maxHashSlotNum"].startswith("broker.conf")
+
+
+def test_a_failed_rebuild_leaves_no_tree_and_an_unknown_release_is_said(tmp_path, monkeypatch):
+    from rocketstore_spark import dispatch
+    store = CLEAN[1].store
+
+    def failing(records, release):            # the ConsumeQueue files of the batch are being written by now
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dispatch, "index_keys", failing)
+    with pytest.raises(OSError, match="disk full"):
+        rebuild_store(str(store), tmp_path / "out")
+    assert os.listdir(tmp_path / "out") == []
+    monkeypatch.undo()
+    result = rebuild_store(str(store), tmp_path / "out2", options={"rocketmqVersion": "6.1.0"}, allow_conflicts=True)
+    assert "outside the releases these rules were read from" in result.settings.sources["rocketmqVersion"]
