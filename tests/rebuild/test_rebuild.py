@@ -129,13 +129,14 @@ def test_broker_conf_settings_and_conflicts_with_what_the_files_show(tmp_path):
 
 
 def test_a_failed_rebuild_leaves_no_tree_and_an_unknown_release_is_said(tmp_path, monkeypatch):
-    from rocketstore_spark import dispatch
+    from rocketstore_spark.rebuild.output import IndexWriter
     store = CLEAN[1].store
 
-    def failing(records, release):            # the ConsumeQueue files of the batch are being written by now
+    def failing(self, keys):                  # the ConsumeQueue files of the batch are being written by now
+        assert any((tmp_path / "out" / "consumequeue").rglob(".*.tmp"))
         raise OSError("disk full")
 
-    monkeypatch.setattr(dispatch, "index_keys", failing)
+    monkeypatch.setattr(IndexWriter, "add", failing)
     with pytest.raises(OSError, match="disk full"):
         rebuild_store(str(store), tmp_path / "out")
     assert os.listdir(tmp_path / "out") == []
