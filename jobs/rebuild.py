@@ -74,12 +74,11 @@ def main(spark, argv) -> int:
 
 def check(argv) -> None:
     """Arguments, paths, output directory and settings are checked before Spark starts."""
-    from rocketstore_spark.rebuild.output import OutputError, SettingsConflict
-    from rocketstore_spark.spark_rebuild import plan
+    from rocketstore_spark.rebuild.output import OutputError, SettingsConflict, prepare
     from rocketstore_spark.store.discovery import StorePathError
     args = parse_args(argv)
     try:
-        plan(args.store, args.output, options(args), args.broker_conf, args.force)
+        prepare(args.store, args.output, options(args), args.broker_conf, args.force)
     except (StorePathError, OutputError, SettingsConflict, ValueError, OSError) as e:
         print(f"rebuild: {e}", file=sys.stderr)
         sys.exit(2)

@@ -37,6 +37,7 @@ from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.records import iter_decoded
+from rocketstore_spark.store.segment_reader import SegmentReader
 
 
 class OutputError(ValueError):
@@ -197,15 +198,60 @@ class IndexWriter:
         self._buf.flush()
         del self._buf
         self._buf = None
-        ms = self._first_ms if self._last_name_ms is None else max(self._first_ms, self._last_name_ms + 1)
-        self._last_name_ms = ms
-        name = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3]
+        name, self._last_name_ms = index_name(self._first_ms, self._last_name_ms)
         publish(self._tmp, self.root / name)
         self.files.append(name)
 
     def close(self) -> None:
         if self._buf is not None:
             self._close_file()
+
+
+def index_name(first_ms: int, previous_ms: int | None) -> tuple[str, int]:
+    """(IndexFile name, its millisecond value): the first entry's store time, UTC, kept above the previous
+    file's (names must increase: the broker loads IndexFiles in name order)."""
+    ms = first_ms if previous_ms is None else max(first_ms, previous_ms + 1)
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3], ms
+
+
+def write_index_file(layout: StoreLayout, root: Path, name: str, geometry: Geometry, release: dispatch.Release,
+                     message_delay_level: str, start_physical: int, skip: int, count: int,
+                     preset: tuple[int, int] | None, findings: list[Finding]) -> int:
+    """One IndexFile built alone (a Spark task of the parallel rebuild): the ``count`` keys that follow the
+    first ``skip`` keys of the record at ``start_physical``, put into a file whose header is pre-set from the
+    previous file's last key (``preset``: (physical offset, store time); None for the store's first file).
+    Reads the CommitLog from that record on, only as far as needed. Returns the keys put."""
+    segments = [s for s in layout.segments if s.base_offset + s.size > start_physical]
+    decoder = dispatch_decoder(message_delay_level)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = temporary(root / name)
+    with open(tmp, "wb") as f:
+        f.truncate(geometry.file_size)
+    buf = np.memmap(tmp, dtype=np.uint8, mode="r+")
+    if preset is not None:
+        ix.preset(buf, *preset)
+    put = 0
+    for seg in segments:
+        start = max(0, start_physical - seg.base_offset)
+        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=True)
+        for decoded in reader:
+            keys = dispatch.index_keys(pa.Table.from_batches([decoded.batch]), release)
+            if skip:                      # the start record's keys that belong to the previous file
+                drop = min(skip, keys.num_rows)
+                keys, skip = keys.slice(drop), skip - drop
+            keys = keys.slice(0, count - put)
+            if keys.num_rows:
+                put += ix.put_keys(buf, geometry, keys["key_hash"].to_numpy(), keys["physical_offset"].to_numpy(),
+                                   keys["store_timestamp"].to_numpy())
+            if put >= count:
+                break
+        findings.extend(reader.result.findings)
+        if put >= count:
+            break
+    buf.flush()
+    del buf
+    publish(tmp, root / name)
+    return put
 
 
 @dataclass
@@ -234,20 +280,28 @@ class SettingsConflict(ValueError):
     """Given broker settings contradict what the store's files show."""
 
 
+def prepare(store: str, output, options: dict | None = None, broker_conf: str | None = None,
+            allow_conflicts: bool = False) -> tuple[StoreLayout, Path, RebuildSettings]:
+    """(the store's layout, the output directory, the settings), all checked before anything is written
+    (driver): one store, an output outside it, settings without conflicts unless allowed."""
+    layouts = discover(store)
+    if len(layouts) != 1:
+        raise StorePathError(f"{store}: names {len(layouts)} stores; a rebuild takes one")
+    layout = layouts[0]
+    out = check_output(output, layout.files.root or layout.files.commitlog_dir.parent)
+    settings = resolve(layout, options, broker_conf)
+    if settings.conflicts and not allow_conflicts:
+        raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")
+    return layout, out, settings
+
+
 def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None = None,
                   broker_conf: str | None = None, allow_conflicts: bool = False) -> RebuildResult:
     """Rebuild ``DIR/consumequeue`` and (with messageIndexEnable) ``DIR/index`` of one store from its
     CommitLog, then compare them with the store's own. ``options``: broker setting name -> value (and
     ``rocketmqVersion``), over ``broker_conf`` (a broker.conf path), over what the store shows
     (``rebuild.settings``)."""
-    layouts = discover(store)
-    if len(layouts) != 1:
-        raise StorePathError(f"{store}: names {len(layouts)} stores; a rebuild takes one")
-    layout: StoreLayout = layouts[0]
-    out = check_output(output, layout.files.root or layout.files.commitlog_dir.parent)
-    settings = resolve(layout, options, broker_conf)
-    if settings.conflicts and not allow_conflicts:
-        raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")
+    layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
     findings: list[Finding] = []
     queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, findings)
     index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None

@@ -51,12 +51,21 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  *   inspect --store DIR --out FILE                    every record as RocketMQ decodes it; checkpoint; files
  *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild]
  *                                                     open a copy, let RocketMQ recover and dispatch, report
+ *   rebuild --store DIR --work DIR --keep DIR --out FILE [SETTINGS]
+ *                                                     recover --rebuild with the given store settings and no
+ *                                                     delayed-message delivery (the copy's CommitLog stays as it is)
+ *   serve-check --store DIR --queries FILE --out FILE [SETTINGS]
+ *                                                     start RocketMQ on DIR (in place: give a copy) and answer
+ *                                                     getMessage / queryMessage / min-max offset queries (ServeCheck)
  *   expire  --store DIR                               let RocketMQ's cleaner delete the oldest segment
  *   offsets --store DIR --set topic@group/queueId=offset ...   persist config/consumerOffset.json
  *   config  --store DIR --out FILE [--delay level=offset ...]
  *                                                     persist config/topics.json, subscriptionGroup.json
  *                                                     (5.x: delayOffset.json); FILE: what RocketMQ was given
  * </pre>
+ *
+ * SETTINGS: --mappedFileSizeCommitLog N --mappedFileSizeConsumeQueue N --maxHashSlotNum N --maxIndexNum N
+ * --messageDelayLevel "1s 5s ..." (each optional; the golden geometry below otherwise).
  *
  * Geometry is deliberately tiny so a store of a few hundred messages crosses every boundary: 128 KiB
  * CommitLog segments, 40-entry ConsumeQueue files, index files of 64 slots / 256 entries.
@@ -90,6 +99,8 @@ public final class Generator {
                 case "expire": expire(args); break;
                 case "offsets": offsets(args); break;
                 case "config": config(args); break;
+                case "rebuild": recover(args, true, true); break;
+                case "serve-check": ServeCheck.run(args); break;
                 default: throw new IllegalArgumentException("unknown command " + args.command);
             }
         } catch (Exception | Error e) {
@@ -114,6 +125,43 @@ public final class Generator {
         cfg.setFlushConsumeQueueThoroughInterval(1000);
         cfg.setFlushCommitLogThoroughInterval(1000);
         cfg.setCleanResourceInterval(500);
+        return cfg;
+    }
+
+    /** The store settings a command was given (SETTINGS in the class comment) over the golden geometry. */
+    static MessageStoreConfig config(String root, Args args) {
+        MessageStoreConfig cfg = config(root);
+        if (args.has("mappedFileSizeCommitLog")) {
+            cfg.setMappedFileSizeCommitLog(Integer.parseInt(args.get("mappedFileSizeCommitLog")));
+        }
+        if (args.has("mappedFileSizeConsumeQueue")) {
+            cfg.setMappedFileSizeConsumeQueue(Integer.parseInt(args.get("mappedFileSizeConsumeQueue")));
+        }
+        if (args.has("maxHashSlotNum")) {
+            cfg.setMaxHashSlotNum(Integer.parseInt(args.get("maxHashSlotNum")));
+        }
+        if (args.has("maxIndexNum")) {
+            cfg.setMaxIndexNum(Integer.parseInt(args.get("maxIndexNum")));
+        }
+        if (args.has("messageDelayLevel")) {
+            cfg.setMessageDelayLevel(args.get("messageDelayLevel"));
+        }
+        return cfg;
+    }
+
+    /**
+     * A store that serves and dispatches but adds nothing to the CommitLog: 4.x's in-store
+     * ScheduleMessageService would deliver every delayed message that has fallen due since the store was
+     * written (a SLAVE store does not start it; nothing else in the store code reads the role for
+     * dispatch); the HA port is an ephemeral one, so several runs can overlap; the cleaner never expires a
+     * segment, whatever the files' age.
+     */
+    static MessageStoreConfig quiet(MessageStoreConfig cfg) {
+        if (!Rmq.V5) {
+            cfg.setBrokerRole(org.apache.rocketmq.store.config.BrokerRole.SLAVE);
+        }
+        cfg.setHaListenPort(0);
+        cfg.setFileReservedTime(100 * 365 * 24);
         return cfg;
     }
 
@@ -635,14 +683,18 @@ public final class Generator {
      * Real recovery on a copy: open DefaultMessageStore on it (load() recovers, normally or abnormally
      * depending on the abort file), start it, let dispatch catch up, shut down cleanly, and report
      * what RocketMQ decided. With --rebuild the copy's consumequeue/ and index/ are removed first, so
-     * RocketMQ rebuilds them from the CommitLog (5.x needs recheckReputOffsetFromCq for that).
+     * RocketMQ rebuilds them from the CommitLog (5.x needs recheckReputOffsetFromCq for that). The
+     * rebuild command is the same with the SETTINGS it is given and a quiet store (see quiet()).
      */
     static void recover(Args args) throws Exception {
+        recover(args, args.has("rebuild"), false);
+    }
+
+    static void recover(Args args, boolean rebuild, boolean quiet) throws Exception {
         Path storeDir = Paths.get(args.get("store"));
         Path work = Paths.get(args.get("work"));
         deleteTree(work);
         copyTree(storeDir, work);
-        boolean rebuild = args.has("rebuild");
         if (rebuild) {
             deleteTree(work.resolve("consumequeue"));
             deleteTree(work.resolve("index"));
@@ -653,7 +705,10 @@ public final class Generator {
         out.put("abort_present", Files.exists(work.resolve("abort")));
         Map<String, String> before = fileDigests(work);
 
-        MessageStoreConfig cfg = config(work.toString());
+        MessageStoreConfig cfg = config(work.toString(), args);
+        if (quiet) {
+            quiet(cfg);
+        }
         if (Rmq.V5 && rebuild) {
             MessageStoreConfig.class.getMethod("setRecheckReputOffsetFromCq", boolean.class).invoke(cfg, true);
         }
@@ -866,7 +921,7 @@ public final class Generator {
 
         Args(String[] argv) {
             if (argv.length == 0) {
-                throw new IllegalArgumentException("usage: write|inspect|recover|expire|offsets|config --store DIR ...");
+                throw new IllegalArgumentException("usage: write|inspect|recover|rebuild|serve-check|expire|offsets|config --store DIR ...");
             }
             command = argv[0];
             for (int i = 1; i < argv.length; i++) {

@@ -95,6 +95,22 @@ final class Rmq {
         return (Long) call(store, m, topic, queueId);
     }
 
+    /**
+     * queryMessage(topic, key, maxNum, begin, end, indexType, lastKey = null): the overload of the releases
+     * that index TAGS (indexType "T" queries topic#T#key); older releases do not have it.
+     */
+    static org.apache.rocketmq.store.QueryMessageResult queryMessage(DefaultMessageStore store, String topic, String key,
+                                                                     int maxNum, long begin, long end, String indexType) throws Exception {
+        Method m;
+        try {
+            m = DefaultMessageStore.class.getMethod("queryMessage", String.class, String.class, int.class, long.class,
+                long.class, String.class, String.class);
+        } catch (NoSuchMethodException e) {
+            throw new UnsupportedOperationException("RocketMQ " + version() + " has no queryMessage with an index type");
+        }
+        return (org.apache.rocketmq.store.QueryMessageResult) call(store, m, topic, key, maxNum, begin, end, indexType, null);
+    }
+
     /** A new instance of a RocketMQ class through its public no-argument constructor. */
     static Object newInstance(String className) throws Exception {
         return load(className).getConstructor().newInstance();
