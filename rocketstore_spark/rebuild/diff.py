@@ -33,17 +33,23 @@ def _files(root: Path) -> dict[str, Path]:
         if root.is_dir() else {}
 
 
-def _first_entry_difference(a: bytes, b: bytes, file_name: str) -> str:
+def _entry_differences(a: bytes, b: bytes, file_name: str) -> str:
+    """The first differing entry of two ConsumeQueue files (queue offset, store's and rebuilt entry), and how
+    many entries are missing from the store (written only in the rebuild), extra in it, or changed."""
     n = max(len(a), len(b))
-    a, b = a.ljust(n, b"\0"), b.ljust(n, b"\0")
-    i = next(i for i in range(0, n, 65536) if a[i:i + 65536] != b[i:i + 65536])
-    i += next(k for k in range(min(65536, n - i)) if a[i + k] != b[i + k])
-    e = i // consumequeue.ENTRY_SIZE
-    ea = consumequeue.decode_entries(a[e * 20:e * 20 + 20])
-    eb = consumequeue.decode_entries(b[e * 20:e * 20 + 20])
-    show = lambda x: tuple(int(v) for v in x[0]) if len(x) else None      # noqa: E731
-    queue_offset = (int(file_name) + e * consumequeue.ENTRY_SIZE) // consumequeue.ENTRY_SIZE
-    return f"first difference at queue offset {queue_offset}: store {show(ea)}, rebuilt {show(eb)}"
+    ea = consumequeue.decode_entries(a.ljust(n, b"\0"))
+    eb = consumequeue.decode_entries(b.ljust(n, b"\0"))
+    differ = np.flatnonzero(ea != eb)
+    if not len(differ):
+        return "file sizes differ"
+    wa, wb = consumequeue.valid_mask(ea)[differ], consumequeue.valid_mask(eb)[differ]
+    missing, extra = int((~wa & wb).sum()), int((wa & ~wb).sum())
+    first = int(differ[0])
+    show = lambda e: tuple(int(v) for v in e)      # noqa: E731
+    queue_offset = int(file_name) // consumequeue.ENTRY_SIZE + first
+    return (f"first difference at queue offset {queue_offset}: store {show(ea[first])}, rebuilt {show(eb[first])}; "
+            f"{len(differ)} entries differ ({missing} missing from the store, {extra} only in the store, "
+            f"{len(differ) - missing - extra} changed)")
 
 
 CHUNK = 16 << 20
@@ -92,7 +98,7 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
         da, db = a.read_bytes(), b.read_bytes()
         out.append(Difference("consumequeue", store_rel, built_rel, "identical") if da == db else
                    Difference("consumequeue", store_rel, built_rel, "differs",
-                              _first_entry_difference(da, db, os.path.basename(rel))))
+                              _entry_differences(da, db, os.path.basename(rel))))
     theirs_ix = [Path(p) for p in store.index_files()] if store.index_dir else []
     ours_ix = sorted(p for p in (output / "index").glob("*") if p.is_file() and not p.name.startswith(".")) \
         if (output / "index").is_dir() else []

@@ -57,8 +57,10 @@ def test_the_diff_names_the_first_entry_that_differs(tmp_path):
         _, topic, queue_id, name = s["file"].split("/")
         queue_offset = (int(name) + s["file_position"]) // 20
         m = by_position[(topic, int(queue_id), queue_offset)]
-        assert changed[s["file"]].detail == (f"first difference at queue offset {queue_offset}: store (0, 0, 0), "
-                                             f"rebuilt ({m['physical_offset']}, {m['total_size']}, {m['tags_code']})")
+        assert changed[s["file"]].detail == (
+            f"first difference at queue offset {queue_offset}: store (0, 0, 0), rebuilt ({m['physical_offset']}, "
+            f"{m['total_size']}, {m['tags_code']}); {s['entries_removed']} entries differ ({s['entries_removed']} "
+            "missing from the store, 0 only in the store, 0 changed)")
 
 
 def test_a_queue_starting_above_zero_gets_fillers_and_gaps_are_closed_up():
