@@ -71,7 +71,10 @@ def _index_difference(a: Path, b: Path) -> str | None:
     """None when identical, else where the first difference is (header field, slot, entry)."""
     i = _first_difference(a, b)
     if i is None:
-        return None
+        if a.stat().st_size == b.stat().st_size:
+            return None
+        return (f"sizes differ (store {a.stat().st_size} bytes, rebuilt {b.stat().st_size}); the shorter one reads "
+                "as the other one cut short")
     with open(a, "rb") as fa, open(b, "rb") as fb:
         ha = indexfile.decode_header(fa.read(indexfile.HEADER_SIZE).ljust(indexfile.HEADER_SIZE, b"\0"))
         hb = indexfile.decode_header(fb.read(indexfile.HEADER_SIZE).ljust(indexfile.HEADER_SIZE, b"\0"))

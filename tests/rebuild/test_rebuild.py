@@ -145,3 +145,11 @@ def test_a_failed_rebuild_leaves_no_tree_and_an_unknown_release_is_said(tmp_path
     monkeypatch.undo()
     result = rebuild_store(str(store), tmp_path / "out2", options={"rocketmqVersion": "6.1.0"}, allow_conflicts=True)
     assert "outside the releases these rules were read from" in result.settings.sources["rocketmqVersion"]
+
+
+def test_an_index_file_cut_short_differs_from_the_rebuild(tmp_path):
+    g = next(g for g in all_goldens() if g.id == "4.9.8/index-truncated")
+    result = rebuild_store(str(g.store), tmp_path / "out")
+    changed = [d for d in result.differences if d.status != "identical"]
+    assert [(d.kind, d.status) for d in changed] == [("index", "differs")]
+    assert changed[0].detail.startswith("sizes differ (store 2708 bytes, rebuilt 5416)")
