@@ -85,9 +85,5 @@ def check(argv) -> None:
 
 
 if __name__ == "__main__":
-    check(sys.argv[1:])
-    from rocketstore_spark.session import get_spark
-    session = get_spark("rebuild", delta=False)
-    code = main(session, sys.argv[1:])
-    session.stop()
-    sys.exit(code)
+    from rocketstore_spark.entrypoint import run
+    run("rebuild", main, check, sys.argv[1:], delta=False)

@@ -136,9 +136,5 @@ def check_paths(argv) -> None:
 
 
 if __name__ == "__main__":
-    check_paths(sys.argv[1:])
-    from rocketstore_spark.session import get_spark
-    session = get_spark("store_summary")
-    code = main(session, sys.argv[1:])
-    session.stop()
-    sys.exit(code)
+    from rocketstore_spark.entrypoint import run
+    run("store_summary", main, check_paths, sys.argv[1:])

@@ -220,10 +220,10 @@ public final class Generator {
     }
 
     static void waitDispatched(DefaultMessageStore store) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + 60_000;
+        long deadline = System.currentTimeMillis() + 600_000;
         while (store.dispatchBehindBytes() > 0) {
             if (System.currentTimeMillis() > deadline) {
-                throw new IllegalStateException("dispatch did not catch up within 60 s");
+                throw new IllegalStateException("dispatch did not catch up within 600 s");
             }
             Thread.sleep(50);
         }
@@ -713,6 +713,38 @@ public final class Generator {
             MessageStoreConfig.class.getMethod("setRecheckReputOffsetFromCq", boolean.class).invoke(cfg, true);
         }
         DefaultMessageStore store = Rmq.newStore(cfg);
+        boolean loaded = load(store, out);
+        if (loaded) {
+            long started = System.nanoTime();
+            store.start();
+            waitDispatched(store);
+            // start-up until dispatch caught up: what a rebuild costs the broker (bench/bench_rebuild.py)
+            out.put("dispatch_seconds", (System.nanoTime() - started) / 1e9);
+            out.put("commitlog_min_offset", store.getMinPhyOffset());
+            out.put("commitlog_max_offset", store.getMaxPhyOffset());
+            out.put("confirm_offset", Rmq.getter(store.getCommitLog(), "getConfirmOffset"));
+            out.put("queues", queues(store));
+            store.shutdown();
+        }
+        putFileChanges(out, before, fileDigests(work));
+        out.put("abort_after_shutdown", Files.exists(work.resolve("abort")));
+        out.put("files_after", listFiles(work));
+        if (args.has("keep")) {
+            Path keep = Paths.get(args.get("keep"));
+            deleteTree(keep);
+            for (String sub : new String[] {"consumequeue", "index"}) {
+                if (Files.exists(work.resolve(sub))) {
+                    copyTree(work.resolve(sub), keep.resolve(sub));
+                }
+            }
+        }
+        Files.write(Paths.get(args.get("out")), Json.write(out).getBytes(StandardCharsets.UTF_8));
+        deleteTree(work);
+        log("recovered: loaded=" + loaded + " max=" + out.get("commitlog_max_offset") + " deleted=" + out.get("files_deleted"));
+    }
+
+    /** store.load() (recovery), its outcome in out: loaded, and load_error when it threw. */
+    static boolean load(DefaultMessageStore store, Map<String, Object> out) {
         boolean loaded;
         try {
             loaded = store.load();
@@ -721,28 +753,28 @@ public final class Generator {
             out.put("load_error", e.toString());
         }
         out.put("loaded", loaded);
-        if (loaded) {
-            store.start();
-            waitDispatched(store);
-            out.put("commitlog_min_offset", store.getMinPhyOffset());
-            out.put("commitlog_max_offset", store.getMaxPhyOffset());
-            out.put("confirm_offset", Rmq.getter(store.getCommitLog(), "getConfirmOffset"));
-            List<Object> queues = new ArrayList<>();
-            Map<String, ? extends Map<Integer, ?>> table = store.getConsumeQueueTable();
-            for (String topic : new TreeMap<>(table).keySet()) {
-                for (Integer qid : new TreeMap<>(table.get(topic)).keySet()) {
-                    Map<String, Object> q = new LinkedHashMap<>();
-                    q.put("topic", topic);
-                    q.put("queue_id", qid);
-                    q.put("min_offset", store.getMinOffsetInQueue(topic, qid));
-                    q.put("max_offset", Rmq.maxOffsetInQueue(store, topic, qid));
-                    queues.add(q);
-                }
+        return loaded;
+    }
+
+    /** Every queue of the ConsumeQueue table, in name order, with getMinOffsetInQueue / getMaxOffsetInQueue. */
+    static List<Object> queues(DefaultMessageStore store) throws Exception {
+        List<Object> queues = new ArrayList<>();
+        Map<String, ? extends Map<Integer, ?>> table = store.getConsumeQueueTable();
+        for (String topic : new TreeMap<>(table).keySet()) {
+            for (Integer qid : new TreeMap<>(table.get(topic)).keySet()) {
+                Map<String, Object> q = new LinkedHashMap<>();
+                q.put("topic", topic);
+                q.put("queue_id", qid);
+                q.put("min_offset", store.getMinOffsetInQueue(topic, qid));
+                q.put("max_offset", Rmq.maxOffsetInQueue(store, topic, qid));
+                queues.add(q);
             }
-            out.put("queues", queues);
-            store.shutdown();
         }
-        Map<String, String> after = fileDigests(work);
+        return queues;
+    }
+
+    /** files_deleted, files_changed, files_created: paths whose digests differ between two fileDigests. */
+    static void putFileChanges(Map<String, Object> out, Map<String, String> before, Map<String, String> after) {
         List<String> deleted = new ArrayList<>();
         List<String> changed = new ArrayList<>();
         List<String> created = new ArrayList<>();
@@ -761,20 +793,6 @@ public final class Generator {
         out.put("files_deleted", deleted);
         out.put("files_changed", changed);
         out.put("files_created", created);
-        out.put("abort_after_shutdown", Files.exists(work.resolve("abort")));
-        out.put("files_after", listFiles(work));
-        if (args.has("keep")) {
-            Path keep = Paths.get(args.get("keep"));
-            deleteTree(keep);
-            for (String sub : new String[] {"consumequeue", "index"}) {
-                if (Files.exists(work.resolve(sub))) {
-                    copyTree(work.resolve(sub), keep.resolve(sub));
-                }
-            }
-        }
-        Files.write(Paths.get(args.get("out")), Json.write(out).getBytes(StandardCharsets.UTF_8));
-        deleteTree(work);
-        log("recovered: loaded=" + loaded + " max=" + out.get("commitlog_max_offset") + " deleted=" + deleted);
     }
 
     // ----------------------------------------------------------------------------------------- expire

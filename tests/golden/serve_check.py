@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Ask real RocketMQ about a store: its answers from a store's ConsumeQueues and IndexFiles, and its own rebuild
+of them with any settings (runs on the developer's machine or in the slow tests, not in Spark).
+
+    python tests/golden/serve_check.py serve --version 5.5.1 --store DIR --queries QUERIES.json [--out FILE]
+        [--setting maxHashSlotNum=7 ...]
+    python tests/golden/serve_check.py rebuild --version 4.9.8 --store DIR --keep OUT [--out FILE]
+        [--setting mappedFileSizeConsumeQueue=333 ...]
+
+``serve`` starts RocketMQ's DefaultMessageStore on a copy of DIR (load, start, dispatch caught up) and answers
+the queries of QUERIES.json with RocketMQ's own API: getMessage, queryMessage, getMin/MaxOffsetInQueue (the
+generator's ``serve-check`` command: tests/golden/generator/.../ServeCheck.java has the query format).
+``rebuild`` lets RocketMQ rebuild ``consumequeue/`` and ``index/`` of a copy of DIR from its CommitLog (both
+emptied, started, dispatch caught up, clean shutdown; the generator's ``rebuild`` command, the same run that made
+``expected-rebuild/``) and copies them to OUT. Settings (``mappedFileSizeCommitLog``, ``mappedFileSizeConsumeQueue``,
+``maxHashSlotNum``, ``maxIndexNum``, ``messageDelayLevel``) default to the golden geometry; the store is quiet:
+4.x's ScheduleMessageService delivers nothing, so the CommitLog stays as it is.
+
+The generator is built for a version once (``regenerate.build``, cached under tests/golden/generator/target/,
+rebuilt when a source is newer). Needs a JDK 17 and Maven, like regenerate.py.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+if __package__:
+    from . import regenerate
+else:                                   # run as a script: tests/golden/ is on sys.path
+    import regenerate
+
+SETTINGS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
+            "messageDelayLevel")
+
+
+def classpath(version: str) -> str:
+    """The generator's runtime classpath for RocketMQ ``version``, built first when missing or older than a
+    source file (one build at a time: a lock file under target/)."""
+    regenerate.require_tools()
+    target = regenerate.GENERATOR / "target"
+    target.mkdir(exist_ok=True)
+    built = target / version
+    stamp = built / "classpath.txt"
+    sources = [regenerate.GENERATOR / "pom.xml", *(regenerate.GENERATOR / "src").rglob("*.java")]
+    with open(target / f".build-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = stamp.exists() and (built / "classes").is_dir() and \
+            stamp.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
+        if not fresh:
+            regenerate.build(version)
+            stamp.touch()
+    return f"{built / 'classes'}{os.pathsep}{stamp.read_text().strip()}"
+
+
+def settings_args(settings: dict | None) -> list[str]:
+    args = []
+    for name, value in (settings or {}).items():
+        if name not in SETTINGS:
+            raise ValueError(f"unknown store setting {name!r}: one of {', '.join(SETTINGS)}")
+        args += [f"--{name}", str(value)]
+    return args
+
+
+def generator(version: str, *args: str, timeout: float = 600) -> None:
+    cmd = ["java", *regenerate.JVM_OPTS, "-cp", classpath(version), "io.rocketstore.golden.Generator", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise regenerate.GoldenError(f"generator {' '.join(args)} failed for RocketMQ {version} "
+                                     f"(exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def serve(version: str, store: str | os.PathLike, queries: list[dict], settings: dict | None = None,
+          in_place: bool = False) -> dict:
+    """RocketMQ ``version``'s answers to ``queries`` from ``store`` (ServeCheck.java: the query and answer format).
+    The store is copied first unless ``in_place`` (RocketMQ writes to a store it runs on)."""
+    with tempfile.TemporaryDirectory(prefix="serve-check-") as scratch:
+        scratch = Path(scratch)
+        target = Path(store)
+        if not in_place:
+            target = scratch / "store"
+            shutil.copytree(store, target)
+        (scratch / "queries.json").write_text(json.dumps(queries))
+        generator(version, "serve-check", "--store", str(target), "--queries", str(scratch / "queries.json"),
+                  "--out", str(scratch / "answers.json"), *settings_args(settings))
+        return json.loads((scratch / "answers.json").read_text())
+
+
+def rocketmq_rebuild(version: str, store: str | os.PathLike, keep: str | os.PathLike,
+                     settings: dict | None = None) -> dict:
+    """RocketMQ ``version`` rebuilds ``consumequeue/`` and ``index/`` of a copy of ``store`` from its CommitLog
+    with ``settings``; they are copied to ``keep``. Returns the generator's report (queues, files)."""
+    with tempfile.TemporaryDirectory(prefix="rmq-rebuild-") as scratch:
+        scratch = Path(scratch)
+        generator(version, "rebuild", "--store", str(store), "--work", str(scratch / "work"), "--keep", str(keep),
+                  "--out", str(scratch / "rebuild.json"), *settings_args(settings))
+        return json.loads((scratch / "rebuild.json").read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("serve", "rebuild"))
+    parser.add_argument("--version", required=True, help="RocketMQ version (Maven Central)")
+    parser.add_argument("--store", required=True, type=Path)
+    parser.add_argument("--queries", type=Path, help="serve: JSON list of queries")
+    parser.add_argument("--keep", type=Path, help="rebuild: where RocketMQ's consumequeue/ and index/ go")
+    parser.add_argument("--out", type=Path, help="the answers / report as JSON (default: stdout)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help=f"store setting: {', '.join(SETTINGS)}")
+    args = parser.parse_args(argv)
+    settings = dict(s.split("=", 1) for s in args.setting)
+    try:
+        if args.command == "serve":
+            if args.queries is None:
+                parser.error("serve needs --queries")
+            result = serve(args.version, args.store, json.loads(args.queries.read_text()), settings)
+        else:
+            if args.keep is None:
+                parser.error("rebuild needs --keep")
+            result = rocketmq_rebuild(args.version, args.store, args.keep, settings)
+    except (regenerate.GoldenError, ValueError) as e:
+        print(f"serve_check: {e}", file=sys.stderr)
+        return 1
+    text = json.dumps(result, indent=1, ensure_ascii=False) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
