@@ -161,7 +161,9 @@ def _index_files(spark, records, path: str, settings: RebuildSettings, root: Pat
                 yield pa.RecordBatch.from_pylist([{"name": spec["name"], "findings": [f.render() for f in findings]}],
                                                  schema=BUILT_ARROW)
 
-    built = spark.createDataFrame(specs).repartition(len(specs)).mapInArrow(
+    spec_schema = ("name STRING, start_physical BIGINT, skip BIGINT, count BIGINT, preset_phy BIGINT, "
+                   "preset_ts BIGINT")           # explicit: a store's only file has no preset to infer a type from
+    built = spark.createDataFrame(specs, spec_schema).repartition(len(specs)).mapInArrow(
         build, "name STRING, findings ARRAY<STRING>").collect()
     return sorted(r.name for r in built), sorted({f for r in built for f in r.findings})
 

@@ -64,3 +64,21 @@ def test_index_files_built_in_parallel_from_many_partitions_are_rocketmqs(spark,
     assert [p.read_bytes() for p in sorted((tmp_path / "out" / "index").iterdir())] == \
         [p.read_bytes() for p in sorted((expected / "index").iterdir())]
     assert {d.status for d in result.differences} == {"identical"} and not result.findings
+
+
+def test_a_store_whose_index_fits_one_file_is_rebuilt(spark, tmp_path):
+    # RocketMQ's default geometry (20,000,000 entries) holds the whole sample: one IndexFile, without a preset
+    from rocketstore_spark.spark_rebuild import rebuild
+    g = BY_ID["5.5.1/clean"]
+    result = rebuild(spark, str(g.store), tmp_path / "out",
+                     {"maxHashSlotNum": 5_000_000, "maxIndexNum": 20_000_000}, allow_conflicts=True)
+    assert len(result.index_files) == 1
+    keys = sum(len(m["index_keys"]) for m in g.messages)
+    from rocketstore_spark.store.indexes import read_index_file
+    view = read_index_file(str(tmp_path / "out" / "index" / result.index_files[0]), 5_000_000)
+    assert view.header["index_count"] == keys + 1 and view.entry_count == keys
+    from rocketstore_spark.rebuild.output import rebuild_store
+    alone = rebuild_store(str(g.store), tmp_path / "alone", options={"maxHashSlotNum": 5_000_000,
+                                                                     "maxIndexNum": 20_000_000}, allow_conflicts=True)
+    assert (tmp_path / "alone" / "index" / alone.index_files[0]).read_bytes() == \
+        (tmp_path / "out" / "index" / result.index_files[0]).read_bytes()
