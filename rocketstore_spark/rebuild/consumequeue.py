@@ -5,7 +5,9 @@ Entries come in dispatch order (``dispatch.queue_entries``). For each: skipped i
 the end of the last record written (already dispatched); the queue's first file starts at the file boundary
 at or below 20 x its QUEUEOFFSET, filled with fillers up to it; an entry whose position is below the current
 end is a duplicate and skipped; one above it is appended at the current end anyway (RocketMQ's "[BUG] logic
-queue order maybe wrong"), so positions stay dense. Files are ``file_size`` bytes (mappedFileSizeConsumeQueue
+queue order maybe wrong"), so positions stay dense. QUEUEOFFSET 0 skips both logical checks (RocketMQ tests
+them only for a non-zero offset): a record of a topic deleted and re-created under the same name, whose
+offsets restart at 0, is appended at the end (docs/format/rocketmq-dispatch.md §4). Files are ``file_size`` bytes (mappedFileSizeConsumeQueue
 rounded up to 20), named by their first byte's queue byte offset, zero after the last entry.
 
 Pure: ``place`` decides where each entry goes, resuming from a ``QueueState``, so a queue can be fed in
@@ -113,10 +115,12 @@ def _place(queue_offset, physical_offset, size, file_size, end, max_physical, fi
             file_start = (q * ENTRY_SIZE // file_size) * file_size
             first = q
             end = q
-        if q < end:                                              # "Build consume queue repeatedly"
+        # the logical checks are skipped for QUEUEOFFSET 0 (a topic re-created under its old name): such an
+        # entry is appended at the current end
+        if q != 0 and q < end:                                   # "Build consume queue repeatedly"
             skipped += 1
             continue
-        if q > end:                                              # "[BUG] logic queue order maybe wrong"
+        if q != end:                                             # "[BUG] logic queue order maybe wrong"
             moved += 1
         slots[i] = end
         end += 1

@@ -75,6 +75,15 @@ def test_a_queue_starting_above_zero_gets_fillers_and_gaps_are_closed_up():
     assert entries["commit_log_offset"].tolist() == [0, 0, 100, 200, 300]    # offset 30's record at position 29
 
 
+def test_queue_offset_zero_skips_the_logical_checks():
+    # a topic deleted and re-created under its name: its offsets start at 0 again; RocketMQ checks duplicates
+    # and gaps only for a non-zero QUEUEOFFSET, so the first record of the new life is appended at the end
+    state, files = cq.build_queue([0, 1, 2, 0, 1], [100, 200, 300, 400, 500], [50] * 5, [0] * 5, 100)
+    assert (state.written, state.skipped, state.moved, state.end) == (4, 1, 1, 4)
+    entries = np.frombuffer(files[0][1], dtype=cq.ENTRY_DTYPE)
+    assert entries["commit_log_offset"][:4].tolist() == [100, 200, 300, 400]
+
+
 def test_already_dispatched_records_are_not_written_again():
     state, _ = cq.build_queue([0, 1, 1], [100, 200, 150], [50, 50, 50], [0, 0, 0], 100)
     assert (state.written, state.skipped) == (2, 1)                           # 150 + 50 <= 250
