@@ -66,9 +66,10 @@ def main(spark, argv) -> int:
     changed = [d for d in r.differences if d.status != "identical"]
     print(f"\nAgainst the store: {len(r.differences) - len(changed)} file(s) identical, {len(changed)} differ")
     if changed:
+        # the detail is the point of the table: never elided
         print(render_table(["kind", "store file", "rebuilt file", "status", "detail"],
                            [(d.kind, d.store_file, d.rebuilt_file, d.status, d.detail) for d in changed],
-                           max_width=100))
+                           max_width=400))
     return 3 if changed or r.findings else 0
 
 
