@@ -10,7 +10,6 @@ on a cluster). Settings are resolved and the output directory checked on the dri
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from rocketstore_spark import dispatch
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rebuild.output import ConsumeQueueWriter, index_name, prepare, write_index_file
-from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.rebuild.settings import RebuildSettings
 from rocketstore_spark.store.discovery import discover
 
 QUEUE_SUMMARY = ("topic STRING, queue_id INT, files ARRAY<STRING>, max_offset BIGINT, written BIGINT, "
@@ -169,8 +168,3 @@ def _index_files(spark, records, path: str, settings: RebuildSettings, root: Pat
 
 
 BUILT_ARROW = pa.schema([("name", pa.string()), ("findings", pa.list_(pa.field("element", pa.string())))])
-
-
-def output_for(output: str, store: str, several: bool) -> str:
-    """One output directory per store when several are rebuilt at once: DIR/<store directory name>."""
-    return os.path.join(output, Path(os.path.abspath(store)).name) if several else output

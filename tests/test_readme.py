@@ -36,6 +36,5 @@ def test_readme_examples_run_and_compute_what_they_say(spark, monkeypatch, capsy
         assert r.max_offset == want and r.lag == (None if want is None else want - r.consumer_offset)
     assert "tests/golden/rocketmq-4.9.8/clean/store" in out and "tests/golden/rocketmq-5.5.1/clean/store" in out
     assert "commitlog.body_crc" in out
-    clean = BY_ID["5.5.1/clean"]
     assert {d.status for d in namespace["result"].differences} == {"identical"}
     assert f"5.4.0 {len(namespace['result'].differences)} files identical" in out

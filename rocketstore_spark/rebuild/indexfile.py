@@ -7,7 +7,7 @@ why each file can be built alone once its slice of keys and its predecessor's la
 file starts from an all-zero header (its first entry's time difference is 0).
 
 File names are the one thing not reproducible: RocketMQ names a file by the wall-clock time it created it.
-``file_names`` gives a deterministic rule instead: the store time of the file's first entry,
+``rebuild.output.index_name`` gives a deterministic rule instead: the store time of the file's first entry,
 ``yyyyMMddHHmmssSSS`` in UTC, moved forward by a millisecond where needed so names strictly increase (the
 broker loads IndexFiles in name order). Compare contents, not names, with what a broker wrote.
 
@@ -17,7 +17,6 @@ fed in batches; runs wherever called.
 """
 from __future__ import annotations
 
-import datetime as dt
 
 import numba
 import numpy as np
@@ -25,16 +24,6 @@ import numpy as np
 from rocketstore_spark.codec.indexfile import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, Geometry
 
 INT32_MAX = 2**31 - 1
-
-
-def file_names(first_timestamps_ms) -> list[str]:
-    """Deterministic IndexFile names (module docstring)."""
-    names, last = [], None
-    for ms in first_timestamps_ms:
-        ms = int(ms) if last is None else max(int(ms), last + 1)
-        names.append(dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3])
-        last = ms
-    return names
 
 
 def preset(buf: np.ndarray, end_phy: int, end_timestamp: int) -> None:
