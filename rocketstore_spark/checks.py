@@ -36,7 +36,10 @@ class Check:
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RECORDS = "CommitLog records"
 LAYOUT = "Store layout"
+QUEUES = "ConsumeQueues"
 INDEX = "IndexFiles"
+STATE = "Checkpoint and shutdown state"
+OFFSETS = "Consumer offsets"
 REBUILD = "Rebuild"
 
 CATALOGUE: tuple[Check, ...] = (
@@ -102,6 +105,40 @@ CATALOGUE: tuple[Check, ...] = (
           "offsets)",
           "not returned, so no physical offset is ever read twice or from the wrong place; the copy whose "
           "name matches its records wins"),
+    Check("commitlog.properties_crc", _E, RECORDS,
+          "the 5.x `__CRC32#` property (written with `enabledAppendPropCRC`) differs from the CRC32 of the "
+          "record's other bytes",
+          "checked only with `forceVerifyPropCRC` (recovery then stops there); otherwise ignored "
+          "(docs/format/commitlog.md)",
+          "reported for every record (`properties_crc_ok = false`); the record is read"),
+    Check("commitlog.queue_offset_gap", _E, RECORDS,
+          "within one topic-queue, the QUEUEOFFSETs of the records that get a ConsumeQueue entry (not PREPARED "
+          "or ROLLBACK) skip values; evidence: the offset expected and the one found",
+          "— (the broker numbers them consecutively; a gap means records of the queue are missing from the "
+          "CommitLog: damage skipped by the reader, or a segment lost)",
+          "finding at the record after the gap; the records are read; the queue's ConsumeQueue entries will "
+          "not be contiguous"),
+    Check("commitlog.queue_offset_repeat", _E, RECORDS,
+          "within one topic-queue, a record's QUEUEOFFSET repeats or goes back (to anything but 0)",
+          "the dispatcher skips an entry below the queue's end (\"Build consume queue repeatedly\") "
+          "(docs/format/rocketmq-dispatch.md)",
+          "finding at the record; a rebuild places it as RocketMQ would"),
+    Check("commitlog.queue_offset_reset", _W, RECORDS,
+          "within one topic-queue, QUEUEOFFSET drops back to 0: the topic was deleted and created again under "
+          "the same name",
+          "the entry is appended at the queue's end (docs/format/rocketmq-dispatch.md §4)",
+          "finding at the record; consumers of the queue see offsets restart"),
+    Check("commitlog.time_backwards", _I, RECORDS,
+          "within one segment, a record's store timestamp is earlier than the previous record's (the broker's "
+          "clock stepped back); one finding per segment, evidence: how many and the largest step",
+          "— (store times only steer recovery's start and index lookups by time)",
+          "reported; time-range queries by store time may miss or include records near the step"),
+    Check("commitlog.time_implausible", _W, RECORDS,
+          "a store timestamp before 2012 or more than a day after the verify run; one finding per segment, "
+          "evidence: how many and the first",
+          "— (recovery compares store times with the checkpoint; a far-future time can make it pick the "
+          "wrong start segment)",
+          "reported; the records are read"),
     Check("commitlog.gap", _E, LAYOUT,
           "a segment does not start where the previous one ends",
           "logs the gap and carries on (docs/format/commitlog.md)",
@@ -130,6 +167,54 @@ CATALOGUE: tuple[Check, ...] = (
           "a directory or special file in `commitlog/`",
           "ignored",
           "ignored"),
+    Check("consumequeue.entry_mismatch", _E, QUEUES,
+          "an entry differs from the one RocketMQ's dispatch writes at that queue offset for this CommitLog "
+          "(physical offset, size, tagsCode); evidence: both",
+          "serves the entry as it is: a consumer is handed the wrong record, or a pull fails to decode it "
+          "(docs/format/consumequeue.md)",
+          "finding at the entry; a rebuild (`jobs/rebuild.py`) writes the right one"),
+    Check("consumequeue.extra_entry", _E, QUEUES,
+          "an entry where RocketMQ's dispatch writes none, pointing into the CommitLog's live range (a record "
+          "of another queue, no record, or a duplicate)",
+          "serves it (docs/format/consumequeue.md)",
+          "finding at the entry; a rebuild drops it"),
+    Check("consumequeue.entry_past_end", _E, QUEUES,
+          "an entry points at or beyond the end of the CommitLog's valid data",
+          "recovery removes it (`truncateDirtyLogicFiles`) when it cuts the CommitLog (docs/format/recovery.md)",
+          "finding at the entry; the recovery report says what the cut removes"),
+    Check("consumequeue.missing_entry", _E, QUEUES,
+          "a record that gets a ConsumeQueue entry has none, below the queue's end (a hole)",
+          "never fills it: dispatch resumes at the queue's end; the record is invisible to consumers "
+          "(docs/format/recovery.md)",
+          "finding at the position the entry belongs; a rebuild writes it"),
+    Check("consumequeue.lagging", _W, QUEUES,
+          "the queue ends before the CommitLog's last records for it: they were written but not dispatched "
+          "(a crash before the dispatcher caught up, or a cut file); evidence: how many, the first missing",
+          "after a crash, recovery re-dispatches from its start segment on; a clean start repairs it only in "
+          "4.9.x (reput from the largest queue end) and 5.3.2+ (beyond maxCQ) (docs/format/recovery.md)",
+          "finding at the queue's end; a rebuild writes the missing entries"),
+    Check("consumequeue.invalid_entry", _E, QUEUES,
+          "an entry failing RocketMQ's validity test (offset < 0, size <= 0: e.g. zeroed) with valid entries "
+          "after it in the queue",
+          "recovery ends the queue at the first invalid entry: the entries after it are lost "
+          "(docs/format/recovery.md step 1)",
+          "finding at the entry; the entries after it are still checked"),
+    Check("consumequeue.not_increasing", _E, QUEUES,
+          "an entry's physical offset is not above the previous entry's",
+          "dispatch skips such records (\"already dispatched\"), so RocketMQ never writes it "
+          "(docs/format/rocketmq-dispatch.md)",
+          "finding at the entry"),
+    Check("consumequeue.file_size", _E, QUEUES,
+          "a ConsumeQueue file whose size differs from the queue file size (mappedFileSizeConsumeQueue, "
+          "rounded up to 20; from the broker settings or the store's other files)",
+          "fails to load the queue (`MappedFileQueue.load` checks every file's size) (docs/format/consumequeue.md)",
+          "finding; its entries are checked"),
+    Check("consumequeue.file_gap", _E, QUEUES,
+          "a queue's file does not start where the previous one ends, or its name is not a multiple of the file "
+          "size",
+          "loads the files in name order; lookups by queue offset land in the wrong file "
+          "(docs/format/consumequeue.md)",
+          "finding; entries are located by each file's own name"),
     Check("index.unknown_geometry", _E, INDEX,
           "an IndexFile holding entries whose slot count (the broker's maxHashSlotNum) cannot be established: "
           "the given `hashSlotNum` does not fit its size, or no single slot count fits both its size and its "
@@ -137,6 +222,85 @@ CATALOGUE: tuple[Check, ...] = (
           "— (the broker always knows its own setting; a changed setting makes it misread older files)",
           "`rocketmq_index` fails naming the file (give `hashSlotNum`); `rocketmq_index_header` shows the "
           "file with no geometry and the reason"),
+    Check("index.bad_header", _E, INDEX,
+          "the header contradicts the file: index_count beyond what the file holds (cut short) or 0, "
+          "begin after end (timestamps or physical offsets), hash_slot_count above index_count",
+          "reads the header as it is; lookups stop at the bounds it gives (docs/format/indexfile.md)",
+          "finding; entries are read only as far as the file holds them"),
+    Check("index.bad_chain", _E, INDEX,
+          "a slot head or prev_index outside 0 .. index_count - 1, a prev_index not older than its entry (a "
+          "loop), or an entry in the chain of a slot its hash does not map to",
+          "follows the chain as written: lookups return wrong records, stop early, or loop until "
+          "maxNum (docs/format/indexfile.md)",
+          "finding at the entry or slot; a rebuild writes correct chains"),
+    Check("index.unreachable_entries", _E, INDEX,
+          "entries that no slot's chain reaches: lookups never return their records",
+          "— (lookups walk chains from the slot heads only)",
+          "one finding per file with the count and the first; a rebuild indexes them again"),
+    Check("index.bad_time", _E, INDEX,
+          "an entry's time difference is negative or beyond the header's end timestamp",
+          "time-bounded lookups (`queryMessage` begin/end) skip or wrongly return the entry "
+          "(docs/format/indexfile.md)",
+          "finding at the entry"),
+    Check("index.wrong_entry", _E, INDEX,
+          "an entry's (key hash, physical offset) is no key of the record at that offset (or no record starts "
+          "there)",
+          "returns the record at that offset for a key it does not carry; clients filter by key again",
+          "finding at the entry"),
+    Check("index.missing_key", _E, INDEX,
+          "a key RocketMQ's dispatch puts for a record inside the file's range (its begin to end physical "
+          "offset) is not in the file; one finding per file, evidence: how many and the first",
+          "lookups by that key miss the record (docs/format/indexfile.md)",
+          "finding; a rebuild indexes them"),
+    Check("index.lagging", _W, INDEX,
+          "records after the newest IndexFile's end physical offset have keys that no IndexFile holds",
+          "after a crash, recovery re-dispatches from its start segment; a clean start does not re-index "
+          "(docs/format/recovery.md)",
+          "one finding per store with how many keys and the first record; a rebuild indexes them"),
+    Check("store.abort_present", _W, STATE,
+          "the `abort` file exists: the broker is running or did not shut down cleanly",
+          "the next start runs abnormal recovery (docs/format/recovery.md)",
+          "finding; the recovery report says what that recovery would cut"),
+    Check("store.lock_present", _I, STATE,
+          "the `lock` file exists (RocketMQ creates it and holds a file lock while running; it stays after a "
+          "stop)",
+          "takes the lock at start-up; fails if another broker holds it",
+          "reported; a lock held by a running broker cannot be seen in a copy"),
+    Check("checkpoint.missing", _W, STATE,
+          "the store has no `checkpoint` file (or it is shorter than its fields)",
+          "starts from zeros: abnormal recovery walks from the first segment (docs/format/checkpoint.md)",
+          "finding"),
+    Check("checkpoint.ahead_of_log", _E, STATE,
+          "the checkpoint vouches for more than the files hold: physicMsgTimestamp or logicsMsgTimestamp later "
+          "than the CommitLog's newest record, or (5.x) confirmPhyOffset / logicsPhysicalOffset beyond its "
+          "valid end",
+          "recovery trusts the checkpoint to choose where to start; data it vouched for was lost after it was "
+          "flushed (docs/format/recovery.md)",
+          "finding with both values; the recovery report shows the consequence"),
+    Check("checkpoint.index_ahead", _W, STATE,
+          "indexMsgTimestamp is later than the newest IndexFile's end timestamp (index entries it vouches for "
+          "are missing)",
+          "deletes IndexFiles newer than the checkpoint on abnormal recovery only (docs/format/recovery.md)",
+          "finding with both values"),
+    Check("offsets.unreadable", _W, OFFSETS,
+          "a broker config file (consumerOffset.json, topics.json, ...) is empty or cannot be parsed; the broker "
+          "falls back to its `.bak`",
+          "`ConfigManager.load` reads the `.bak` instead; if both fail the table starts empty",
+          "finding naming the file and why; the `.bak` is read as the broker would"),
+    Check("offsets.beyond_max", _W, OFFSETS,
+          "a committed consumer offset is above its queue's max offset",
+          "a pull at that offset gets OFFSET_OVERFLOW and the broker corrects it to the max; messages written "
+          "meanwhile at lower offsets are skipped",
+          "finding with the offset, the bounds and a reset plan (to-latest)"),
+    Check("offsets.below_min", _W, OFFSETS,
+          "a committed consumer offset is below its queue's min offset: messages expired before the group "
+          "consumed them",
+          "a pull corrects the offset to the min (OFFSET_TOO_SMALL); the expired messages are gone",
+          "finding with how many messages the group never consumed, and a reset plan (to-earliest)"),
+    Check("offsets.unknown_queue", _W, OFFSETS,
+          "a committed offset for a topic or queue the store has no ConsumeQueue for",
+          "keeps the offset; a pull finds no queue (a deleted topic, or offsets copied from another broker)",
+          "finding"),
     Check("rebuild.unsafe_topic", _W, REBUILD,
           "a topic read from the CommitLog cannot be a directory name (empty, `.`, `..`, a `/` or NUL, more than "
           "255 bytes)",

@@ -6,11 +6,16 @@ unless the user asked for ``strict``, and then it travels inside ``StoreError``.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 
 from rocketstore_spark.checks import CHECKS, Severity
 
 __all__ = ["Finding", "Severity", "StoreError", "finding", "raise_first_error"]
+
+# the findings schema: one row per finding, the same in DataFrames, JSON and Delta tables
+FIELDS = ("check", "severity", "file", "file_position", "physical_offset", "topic", "queue_id", "queue_offset",
+          "message", "evidence")
 
 
 class StoreError(Exception):
@@ -29,25 +34,46 @@ class Finding:
     file_position: int | None    # byte position inside ``file``; None when the finding is about the whole file
     message: str
     evidence: dict = field(default_factory=dict)
+    # where in the store's data, when known (verify's findings locate records and queue entries)
+    physical_offset: int | None = None
+    topic: str | None = None
+    queue_id: int | None = None
+    queue_offset: int | None = None
 
     def render(self) -> str:
         where = self.file if self.file_position is None else f"{self.file} @ byte {self.file_position}"
         return f"[{self.severity}] {self.check}: {where}: {self.message}"
 
     def as_row(self) -> dict:
+        """The finding as a row of the findings schema (``FIELDS``; evidence values as strings)."""
         row = asdict(self)
         row["severity"] = str(self.severity)
         row["evidence"] = {k: str(v) for k, v in self.evidence.items()}
-        return row
+        return {k: row[k] for k in FIELDS}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_row(), ensure_ascii=False)
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Finding":
+        """Inverse of ``as_row`` (evidence stays strings): how findings travel from Spark tasks."""
+        return cls(row["check"], Severity(row["severity"]), row["file"], row["file_position"], row["message"],
+                   dict(row.get("evidence") or {}), row.get("physical_offset"), row.get("topic"), row.get("queue_id"),
+                   row.get("queue_offset"))
 
 
-def finding(check: str, file: str, file_position: int | None, message: str, **evidence) -> Finding:
-    """A Finding of a catalogued check (its severity comes from the catalogue)."""
+def finding(check: str, file: str, file_position: int | None, message: str, *, physical_offset: int | None = None,
+            topic: str | None = None, queue_id: int | None = None, queue_offset: int | None = None,
+            **evidence) -> Finding:
+    """A Finding of a catalogued check (its severity comes from the catalogue); the keyword-only location
+    fields say which record or queue entry it is about, the other keywords are evidence."""
     try:
         severity = CHECKS[check].severity
     except KeyError:
         raise ValueError(f"check {check!r} is not in checks.CATALOGUE") from None
-    return Finding(check, severity, str(file), file_position, message, evidence)
+    return Finding(check, severity, str(file), file_position, message, evidence,
+                   None if physical_offset is None else int(physical_offset), topic,
+                   None if queue_id is None else int(queue_id), None if queue_offset is None else int(queue_offset))
 
 
 def raise_first_error(findings) -> None:

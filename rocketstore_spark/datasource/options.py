@@ -86,15 +86,20 @@ class CommitLogOptions(Options):
 
 @dataclass(frozen=True, init=False)
 class SegmentsOptions(Options):
-    """``rocketmq_segments``: checkCrc, maxRecordSize."""
+    """``rocketmq_segments``: checkCrc, checkPropertiesCrc (the 5.x ``__CRC32#`` property; default false),
+    checkTimes (store times going back or implausible; default false), maxRecordSize."""
     check_crc: bool
+    check_properties_crc: bool
+    check_times: bool
     max_record_size: int
 
     SOURCE = "rocketmq_segments"
-    KNOWN = ("path", "paths", "checkCrc", "maxRecordSize")
+    KNOWN = ("path", "paths", "checkCrc", "checkPropertiesCrc", "checkTimes", "maxRecordSize")
 
     def _parse(self, opts):
         self._set("check_crc", _bool(opts.get("checkcrc"), "checkCrc", True))
+        self._set("check_properties_crc", _bool(opts.get("checkpropertiescrc"), "checkPropertiesCrc", False))
+        self._set("check_times", _bool(opts.get("checktimes"), "checkTimes", False))
         self._set("max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", DEFAULT_MAX_RECORD_SIZE, 1024))
 
 

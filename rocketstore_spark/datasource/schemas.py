@@ -22,7 +22,9 @@ SEGMENTS_SCHEMA = ", ".join([
     "store STRING", "segment STRING", "base_offset BIGINT", "file_size BIGINT", "records BIGINT",
     "first_store_timestamp TIMESTAMP", "last_store_timestamp TIMESTAMP", "valid_end BIGINT",
     "stop_reason STRING", "stop_position BIGINT", "crc_failures BIGINT", "first_crc_failure BIGINT",
-    "findings ARRAY<STRUCT<check: STRING, severity: STRING, file: STRING, file_position: BIGINT, message: STRING>>",
+    "findings ARRAY<STRUCT<check: STRING, severity: STRING, file: STRING, file_position: BIGINT, message: STRING, "
+    "physical_offset: BIGINT, evidence: MAP<STRING, STRING>>>",
+    "data_end BIGINT", "properties_crc_failures BIGINT",
 ])
 
 CONSUMEQUEUE_SCHEMA = ", ".join([

@@ -3,7 +3,8 @@
 Records, first/last store time, where the valid data ends and why the walk stopped (BLANK, zero fill, or
 damage), CRC failures past the first, and every finding (check id, severity, file relative to the store,
 byte position, message): corruption is data here. Findings about the store rather than a segment (a stray
-file in ``commitlog/``) come in one extra row per store whose ``segment`` is null. Options: ``checkCrc`` (default true), ``maxRecordSize``. Consecutive segments of a
+file in ``commitlog/``) come in one extra row per store whose ``segment`` is null. Options: ``checkCrc`` (default true), ``checkPropertiesCrc`` and ``checkTimes`` (default false; see
+``verify.segments.scan_segment``), ``maxRecordSize``. Consecutive segments of a
 store share a partition, as many partitions as the session has cores (Spark's per-task cost is ~75 ms).
 Planning lists files (driver); the scan runs in Spark's Python workers.
 """
@@ -48,13 +49,16 @@ class SegmentsReader(TableReader):
     @staticmethod
     def _findings(root: str, findings) -> list[tuple]:
         return [(f.check, str(f.severity), os.path.relpath(f.file, root) if f.file.startswith(root) else f.file,
-                 f.file_position, f.message) for f in findings]
+                 f.file_position, f.message, f.physical_offset, {k: str(v) for k, v in f.evidence.items()})
+                for f in findings]
 
     def _scan(self, store: str, root: str, path: str, base_offset: int, size: int, followed: bool,
               layout_findings: tuple) -> tuple:
         from rocketstore_spark.verify.segments import scan_segment
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
-                               max_record_size=self.options.max_record_size, followed=followed)
+                               max_record_size=self.options.max_record_size, followed=followed,
+                               check_properties_crc=self.options.check_properties_crc,
+                               check_times=self.options.check_times)
         findings = list(layout_findings) + summary.findings
         return self.project({
             "store": store, "segment": os.path.basename(path), "base_offset": base_offset,
@@ -63,7 +67,8 @@ class SegmentsReader(TableReader):
             "last_store_timestamp": timestamp(summary.last_store_timestamp),
             "valid_end": summary.valid_end, "stop_reason": summary.stop_reason,
             "stop_position": summary.stop_position, "crc_failures": summary.crc_failures,
-            "first_crc_failure": summary.first_crc_failure,
+            "first_crc_failure": summary.first_crc_failure, "data_end": summary.data_end,
+            "properties_crc_failures": summary.properties_crc_failures,
             "findings": self._findings(root, findings),
         })
 

@@ -94,21 +94,50 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                              f"but the store's IndexFiles {'do' if tags else 'do not'}")
     else:
         tags = detect_index_tags(layout, observed_slots) if observed_slots is not None else None
-        if tags is None:
+        five = detect_5x(layout)
+        if tags:
+            release = dispatch.Release.parse("5.4.0")
+            sources["rocketmqVersion"] = "the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later"
+        elif five:
+            release = dispatch.Release.parse("5.0.0")
+            sources["rocketmqVersion"] = (f"5.x ({five}); " + ("the IndexFiles hold no topic#T#TAGS keys: before "
+                                          "5.4.0" if tags is not None else "5.4.0+ cannot be told apart: no "
+                                          "IndexFile entries of tagged messages; give it"))
+        elif tags is None:
             release = dispatch.Release.parse(DEFAULT_RELEASE)
             sources["rocketmqVersion"] = (f"assumed {DEFAULT_RELEASE}: the store does not show its release "
-                                          "(no IndexFile entries of tagged messages); give it")
+                                          "(no IndexFile entries of tagged messages, no 5.x files); give it")
         else:
-            release = dispatch.Release.parse("5.4.0" if tags else DEFAULT_RELEASE)
-            sources["rocketmqVersion"] = ("the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later" if tags else
-                                          "the IndexFiles hold no topic#T#TAGS keys: before 5.4.0 (dispatch as "
-                                          "4.9.8)")
+            release = dispatch.Release.parse(DEFAULT_RELEASE)
+            sources["rocketmqVersion"] = ("the IndexFiles hold no topic#T#TAGS keys and the store has no 5.x "
+                                          "files: 4.x (dispatch as 4.9.8)")
     if not release.checked:
         sources["rocketmqVersion"] = (sources.get("rocketmqVersion", "") + f"; RocketMQ {release} is outside the "
                                       "releases these rules were read from (4.x to 5.5.1): dispatched by the "
                                       "newest rules known, unverified")
     return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
                            values["messageDelayLevel"], sources, conflicts)
+
+
+FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")
+
+
+def detect_5x(layout: StoreLayout) -> str | None:
+    """Why the store was written by RocketMQ 5.x, or None: a 5.x-only directory in the store root, or a
+    checkpoint with 5.x fields set (bytes 24..47 are zero in 4.x)."""
+    root = layout.files.root
+    if root is None:
+        return None
+    for name in FIVE_X_DIRECTORIES:
+        if (root / name).is_dir():
+            return f"it has {name}/"
+    path = layout.files.checkpoint_path
+    if path is not None and os.path.isfile(path):
+        with open(path, "rb") as f:
+            head = f.read(48)
+        if any(head[24:48]):
+            return "its checkpoint has 5.x fields"
+    return None
 
 
 def _observed_cq_file_size(layout: StoreLayout) -> int | None:

@@ -77,6 +77,8 @@ class SegmentReader:
     # ------------------------------------------------------------------------------------ findings
 
     def _report(self, check: str, position: int | None, message: str, **evidence) -> None:
+        if position is not None:
+            evidence.setdefault("physical_offset", self.base_offset + position)
         f = finding(check, self.path, position, message, **evidence)
         if self.strict and f.severity == Severity.ERROR:
             raise StoreError(f)
@@ -199,8 +201,7 @@ class SegmentReader:
         for position in decoded.crc_failures:
             position = int(position)
             self._report("commitlog.body_crc", position,
-                         "BODYCRC does not match the body (RocketMQ's recovery stops here)",
-                         physical_offset=self.base_offset + position)
+                         "BODYCRC does not match the body (RocketMQ's recovery stops here)")
         if self._after_end is not None:
             self._after_end[4] += decoded.n
             if decoded.n:

@@ -1,0 +1,312 @@
+"""Verify as a Spark job over any number of stores (driver plans, executors check): the same units as the
+in-process ``verify.store``, distributed.
+
+1. ``rocketmq_segments`` scans every segment with BODYCRC, the 5.x ``__CRC32#`` property and store-time
+   checks in the Python workers; only verdicts and findings come back, never bodies.
+2. ``rocketmq`` reads the dispatch columns; the records that get a ConsumeQueue entry are grouped by store,
+   topic and queue, co-grouped with the queue directories the driver listed (a queue without records, or
+   records without a queue, still meet), and each group is checked in one task (``verify.queues``).
+3. One task per IndexFile (``verify.index``): it reads the CommitLog range the file covers.
+4. On the driver, small reads: checkpoint, abort and lock (``verify.state``), consumer offsets against the
+   queue bounds of step 2 (``verify.offsets``).
+
+Every executor must see the stores at the paths the driver resolved (local mode, or a shared file system).
+The result keeps each unit's findings (capped per unit, ``verify.capped``), the queue bounds and the lag
+table; ``findings_frame``/``lag_frame`` turn them into DataFrames for Delta, ``document`` into JSON.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from rocketstore_spark import dispatch
+from rocketstore_spark.findings import FIELDS, Finding, Severity, finding
+from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
+from rocketstore_spark.verify.queues import LogBounds
+from rocketstore_spark.verify.state import LogState, check_state
+from rocketstore_spark.verify.store import index_views, relative, segment_locator, segment_names, store_root
+
+FINDINGS_SCHEMA = ("run_id STRING, run_time TIMESTAMP, store STRING, check STRING, severity STRING, file STRING, "
+                   "file_position BIGINT, physical_offset BIGINT, topic STRING, queue_id INT, queue_offset BIGINT, "
+                   "message STRING, evidence MAP<STRING, STRING>")
+LAG_SCHEMA = ("run_id STRING, run_time TIMESTAMP, store STRING, consumer_group STRING, topic STRING, queue_id INT, "
+              "consumer_offset BIGINT, min_offset BIGINT, max_offset BIGINT, status STRING, lag BIGINT, "
+              "expired BIGINT, oldest_unconsumed_time TIMESTAMP, newest_time TIMESTAMP, lag_ms BIGINT")
+QUEUE_RESULT = ("store STRING, topic STRING, queue_id INT, files INT, min_offset BIGINT, max_offset BIGINT, "
+                "entries BIGINT, expired BIGINT, records BIGINT, dispatch_max_offset BIGINT, findings ARRAY<STRING>")
+INDEX_RESULT = "store STRING, file STRING, entries BIGINT, keys_expected BIGINT, findings ARRAY<STRING>"
+_STRINGS = pa.list_(pa.field("element", pa.string()))
+QUEUE_ARROW = pa.schema([("store", pa.string()), ("topic", pa.string()), ("queue_id", pa.int32()),
+                         ("files", pa.int32()), ("min_offset", pa.int64()), ("max_offset", pa.int64()),
+                         ("entries", pa.int64()), ("expired", pa.int64()), ("records", pa.int64()),
+                         ("dispatch_max_offset", pa.int64()), ("findings", _STRINGS)])
+INDEX_ARROW = pa.schema([("store", pa.string()), ("file", pa.string()), ("entries", pa.int64()),
+                         ("keys_expected", pa.int64()), ("findings", _STRINGS)])
+RECORD_COLUMNS = ("store STRING, topic STRING, queue_id INT, queue_offset BIGINT, physical_offset BIGINT, "
+                  "total_size INT, tags_code BIGINT, transaction_type STRING")
+
+
+@dataclass
+class StoreReport:
+    """One store's verdict (driver)."""
+    store: str
+    settings: RebuildSettings
+    log: LogBounds
+    segments: int = 0
+    records: int = 0
+    crc_failures: int = 0
+    properties_crc_failures: int = 0
+    queues: list = field(default_factory=list)          # Rows of QUEUE_RESULT (without findings)
+    index_files: int = 0
+    offsets: OffsetsReport | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def worst(self) -> str:
+        order = {"info": 0, "warning": 1, "error": 2}
+        return max((str(f.severity) for f in self.findings), key=order.get, default="clean")
+
+    def counts(self) -> Counter:
+        return Counter((f.check, str(f.severity)) for f in self.findings)
+
+
+@dataclass
+class VerifyRun:
+    run_id: str
+    run_time: dt.datetime
+    stores: list[StoreReport]
+
+    @property
+    def problems(self) -> bool:
+        """Anything above info level in any store."""
+        return any(f.severity != Severity.INFO for s in self.stores for f in s.findings)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What an executor needs to check one store's queues and IndexFiles (small, pickled into tasks)."""
+    path: str
+    root: str
+    log: LogBounds
+    file_size: int
+    release: tuple
+    delay_levels: str
+    segments: tuple          # (base offset, file name relative to root)
+
+
+def verify(spark, paths, options: dict | None = None, broker_conf: str | None = None, check_crc: bool = True,
+           split_size: int | None = None) -> VerifyRun:
+    """Verify every store ``paths`` names (a path, or a list of them). ``options``: broker settings and
+    ``rocketmqVersion`` as for the rebuild, applied to every store; ``split_size``: CommitLog bytes per Spark
+    partition of the record read."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    # resolved on the driver: the sources name stores by the path they are given, executors need it absolute
+    layouts: list[StoreLayout] = [layout for p in paths for layout in discover(os.path.abspath(str(p)))]
+    run = VerifyRun(uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc), [])
+    if not layouts:
+        return run
+    settings = {layout.name: resolve(layout, options, broker_conf) for layout in layouts}
+    load_paths = [store_root(layout) if layout.files.root else str(layout.files.commitlog_dir) for layout in layouts]
+
+    # 1. segments
+    seg_rows = (spark.read.format("rocketmq_segments").option("checkCrc", str(check_crc).lower())
+                .option("checkPropertiesCrc", "true").option("checkTimes", "true")
+                .option("paths", ",".join(load_paths)).load().collect())
+    by_store: dict[str, list] = {}
+    for r in seg_rows:
+        by_store.setdefault(r.store, []).append(r)
+    reports: dict[str, StoreReport] = {}
+    contexts: dict[str, _Context] = {}
+    for layout in layouts:
+        rows = [r for r in by_store.get(layout.name, []) if r.segment is not None]
+        root = store_root(layout)
+        first = layout.segments[0].base_offset if layout.segments else 0
+        log = LogBounds(first, max((r.base_offset + r.data_end for r in rows if r.records), default=first))
+        rep = StoreReport(layout.name, settings[layout.name], log, len(rows), sum(r.records for r in rows),
+                          sum(r.crc_failures for r in rows), sum(r.properties_crc_failures or 0 for r in rows))
+        for r in by_store.get(layout.name, []):
+            rep.findings += [Finding.from_row(f.asDict()) for f in r.findings]
+        reports[layout.name] = rep
+        s = settings[layout.name]
+        contexts[layout.name] = _Context(
+            store_root(layout) if layout.files.root else str(layout.files.commitlog_dir), root, log,
+            s.consume_queue_file_size, s.release.version, s.message_delay_level,
+            segment_names(layout, root))
+
+    # 2. queues
+    queue_rows = _queues(spark, layouts, settings, contexts, split_size)
+    for row in queue_rows:
+        rep = reports[row["store"]]
+        rep.findings += [Finding.from_row(json.loads(f)) for f in row["findings"]]
+        rep.queues.append({k: v for k, v in row.items() if k != "findings"})
+
+    # 3. IndexFiles
+    for row in _index(spark, layouts, settings, contexts):
+        reports[row["store"]].index_files += 1
+        reports[row["store"]].findings += [Finding.from_row(json.loads(f)) for f in row["findings"]]
+
+    # 4. driver: shutdown state and consumer offsets
+    for layout in layouts:
+        rep, root = reports[layout.name], store_root(layout)
+        views = [v for v in index_views(layout, settings[layout.name]) if v.geometry is not None]
+        last_ts = max((r.last_store_timestamp for r in by_store.get(layout.name, []) if r.last_store_timestamp),
+                      default=None)
+        last_ms = int(last_ts.replace(tzinfo=dt.timezone.utc).timestamp() * 1000) if last_ts else None
+        rep.findings += check_state(layout.files, LogState(last_ms, rep.log.end),
+                                    views[-1].header["end_timestamp"] if views else None)
+        rep.offsets = check_offsets(layout, {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
+                                             for q in rep.queues})
+        rep.findings += rep.offsets.findings
+        rep.findings = [relative(f, root) for f in rep.findings]
+        rep.queues.sort(key=lambda q: (q["topic"], q["queue_id"]))
+        run.stores.append(rep)
+    return run
+
+
+def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
+    from pyspark.sql import functions as F
+    by_delay: dict[str, list[str]] = {}
+    for layout in layouts:
+        by_delay.setdefault(settings[layout.name].message_delay_level, []).append(contexts[layout.name].path)
+    records = None
+    for delay, load in by_delay.items():
+        r = spark.read.format("rocketmq").option("messageDelayLevel", delay)
+        r = r.option("splitSize", str(split_size)) if split_size else r
+        df = r.schema(RECORD_COLUMNS).option("paths", ",".join(load)).load()
+        records = df if records is None else records.unionByName(df)
+    records = records.where(F.col("transaction_type").isin(*dispatch.QUEUED_TYPES)).drop("transaction_type")
+    dirs = [(layout.name, t, q, str(d)) for layout in layouts for t, q, d in layout.files.queue_dirs()]
+    queue_dirs = spark.createDataFrame(dirs, "store STRING, topic STRING, queue_id INT, dir STRING")
+    ctx = contexts
+
+    def check(left: pa.Table, right: pa.Table) -> pa.Table:
+        from rocketstore_spark.verify.queues import check_queue
+        one = left if left.num_rows else right
+        store, topic, queue_id = (one[c][0].as_py() for c in ("store", "topic", "queue_id"))
+        c = ctx[store]
+        if left.num_rows:
+            left = left.sort_by("physical_offset")
+        cols = {"queue_offset": left["queue_offset"], "physical_offset": left["physical_offset"],
+                "size": left["total_size"], "tags_code": left["tags_code"]}
+        cols = {k: v.to_numpy() if left.num_rows else np.zeros(0, np.int64) for k, v in cols.items()}
+        queue_dir = right["dir"][0].as_py() if right.num_rows else None
+        v = check_queue(topic, queue_id, queue_dir, c.root, cols, c.log, c.file_size, segment_locator(c.segments),
+                        c.release >= (5, 0, 0))
+        return pa.Table.from_pylist([{
+            "store": store, "topic": topic, "queue_id": queue_id, "files": v.files, "min_offset": v.min_offset,
+            "max_offset": v.max_offset, "entries": v.entries, "expired": v.expired, "records": v.records,
+            "dispatch_max_offset": v.dispatch_max_offset,
+            "findings": [f.to_json() for f in v.findings]}], schema=QUEUE_ARROW)
+
+    keys = ["store", "topic", "queue_id"]
+    return [r.asDict() for r in records.groupBy(*keys).cogroup(queue_dirs.groupBy(*keys))
+            .applyInArrow(check, QUEUE_RESULT).collect()]
+
+
+def _index(spark, layouts, settings, contexts) -> list[dict]:
+    specs = []
+    for layout in layouts:
+        s = settings[layout.name]
+        views = index_views(layout, s)
+        known = [v for v in views if v.geometry is not None]
+        for v in views:
+            if v.geometry is None:
+                specs.append({"store": layout.name, "path": v.path, "newest": False, "problem": v.problem or ""})
+        specs += [{"store": layout.name, "path": v.path, "newest": k == len(known) - 1, "problem": None}
+                  for k, v in enumerate(known)]
+    if not specs:
+        return []
+    ctx = contexts
+    geometry = {layout.name: settings[layout.name].geometry for layout in layouts}
+
+    def build(batches):
+        from rocketstore_spark.store.indexes import read_index_file
+        from rocketstore_spark.verify.index import check_index_file
+        for b in batches:
+            for spec in b.to_pylist():
+                c, g = ctx[spec["store"]], geometry[spec["store"]]
+                name = os.path.relpath(spec["path"], c.root)
+                if spec["problem"] is not None:
+                    found = [finding("index.unknown_geometry", name, None, spec["problem"])]
+                    entries = expected = 0
+                else:
+                    view = read_index_file(spec["path"], g.hash_slot_num)
+                    v = check_index_file(discover(c.path)[0], view, c.root, g, dispatch.Release(c.release),
+                                         c.delay_levels, c.log, spec["newest"])
+                    found, entries, expected = v.findings, v.entries, v.keys_expected
+                yield pa.RecordBatch.from_pylist([{"store": spec["store"], "file": name, "entries": entries,
+                                                   "keys_expected": expected,
+                                                   "findings": [f.to_json() for f in found]}], schema=INDEX_ARROW)
+
+    df = spark.createDataFrame(specs, "store STRING, path STRING, newest BOOLEAN, problem STRING")
+    return [r.asDict() for r in df.repartition(len(specs)).mapInArrow(build, INDEX_RESULT).collect()]
+
+
+def _ms(ts_ms: int | None):
+    return None if ts_ms is None else dt.datetime.fromtimestamp(ts_ms / 1000, dt.timezone.utc)
+
+
+def finding_rows(run: VerifyRun) -> list[dict]:
+    return [{"run_id": run.run_id, "run_time": run.run_time, "store": s.store, **f.as_row()}
+            for s in run.stores for f in s.findings]
+
+
+def lag_rows(run: VerifyRun) -> list[dict]:
+    return [{"run_id": run.run_id, "run_time": run.run_time, "store": x.store, "consumer_group": x.consumer_group,
+             "topic": x.topic, "queue_id": x.queue_id, "consumer_offset": x.consumer_offset,
+             "min_offset": x.min_offset, "max_offset": x.max_offset, "status": x.status, "lag": x.lag,
+             "expired": x.expired, "oldest_unconsumed_time": _ms(x.oldest_unconsumed_timestamp),
+             "newest_time": _ms(x.newest_timestamp), "lag_ms": x.lag_ms}
+            for s in run.stores for x in (s.offsets.lags if s.offsets else [])]
+
+
+def findings_frame(spark, run: VerifyRun):
+    """The run's findings as a DataFrame of FINDINGS_SCHEMA (one row per finding)."""
+    return spark.createDataFrame(finding_rows(run), FINDINGS_SCHEMA)
+
+
+def lag_frame(spark, run: VerifyRun):
+    """Consumer lag per store, group, topic and queue (LAG_SCHEMA)."""
+    return spark.createDataFrame(lag_rows(run), LAG_SCHEMA)
+
+
+DOCUMENT_VERSION = 1
+
+
+def document(run: VerifyRun) -> dict:
+    """The run as one JSON-ready document (``document_version`` 1): per store its settings, summary counts,
+    queues, lag and findings (each in the findings schema)."""
+    def lag(x: QueueLag) -> dict:
+        return {k: getattr(x, k) for k in QueueLag.__dataclass_fields__}
+    return {
+        "document_version": DOCUMENT_VERSION, "run_id": run.run_id, "run_time": run.run_time.isoformat(),
+        "stores": [{
+            "store": s.store, "worst": s.worst,
+            "rocketmq_version": str(s.settings.release),
+            "settings": {"mappedFileSizeConsumeQueue": s.settings.consume_queue_file_size,
+                         "maxHashSlotNum": s.settings.geometry.hash_slot_num if s.settings.geometry else None,
+                         "maxIndexNum": s.settings.geometry.index_num if s.settings.geometry else None,
+                         "sources": s.settings.sources},
+            "commitlog": {"min_offset": s.log.min_offset, "end": s.log.end, "segments": s.segments,
+                          "records": s.records, "crc_failures": s.crc_failures,
+                          "properties_crc_failures": s.properties_crc_failures},
+            "summary": [{"check": c, "severity": sev, "findings": n} for (c, sev), n in sorted(s.counts().items())],
+            "queues": s.queues, "index_files": s.index_files,
+            "consumer_offsets": {"source": s.offsets.source if s.offsets else None,
+                                 "queues": [lag(x) for x in (s.offsets.lags if s.offsets else [])]},
+            "findings": [f.as_row() for f in s.findings],
+        } for s in run.stores],
+    }
+
+
+__all__ = ["FIELDS", "FINDINGS_SCHEMA", "LAG_SCHEMA", "StoreReport", "VerifyRun", "document", "findings_frame",
+           "lag_frame", "verify"]

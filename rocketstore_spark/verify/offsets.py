@@ -1,0 +1,152 @@
+"""Consumer offsets against queue bounds: status and lag per group, topic and queue, and reset plans
+(driver or CLI; reads ``config/consumerOffset.json`` — or its ``.bak`` as the broker would — and a few
+queue entries and record headers).
+
+Lag is counted as the broker counts it: ``max_offset - max(committed, min_offset)`` messages. Its age is the
+store time of the oldest unconsumed message (the record at the committed offset, or at the queue's min when
+the offset is below it) against the queue's newest message, so the figure means the same on a copy
+examined days later. A reset plan is what ``kafka-consumer-groups --reset-offsets`` would print: per queue
+the current and the new offset; it is data for an operator, never applied to the store.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.files import (read_consumer_offsets, read_delay_offsets, read_subscription_groups,
+                                          read_topics)
+from rocketstore_spark.store.lookup import QueueFiles, offset_by_time, store_timestamp_at
+
+STATUSES = ("in_range", "caught_up", "below_min", "beyond_max", "unknown_queue")
+
+
+@dataclass
+class QueueLag:
+    store: str
+    consumer_group: str
+    topic: str
+    queue_id: int
+    consumer_offset: int
+    min_offset: int | None
+    max_offset: int | None
+    status: str                             # one of STATUSES
+    lag: int | None                         # messages not yet consumed
+    expired: int                            # messages that expired before the group consumed them
+    oldest_unconsumed_timestamp: int | None   # ms
+    newest_timestamp: int | None              # ms: the queue's newest message
+    lag_ms: int | None                        # newest - oldest unconsumed
+
+
+@dataclass
+class OffsetsReport:
+    source: str | None
+    lags: list[QueueLag] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, int]]) -> OffsetsReport:
+    """Every committed offset of the store against ``bounds`` ((topic, queue id) -> RocketMQ's (min, max)
+    offsets of the queue, from ``verify.queues``)."""
+    files = layout.files
+    report = OffsetsReport(None)
+    if files.root is None:
+        return report
+    root = str(files.root)
+    for reader in (read_consumer_offsets, read_topics, read_subscription_groups, read_delay_offsets):
+        config = reader(files)
+        for problem in config.problems:
+            path, _, why = problem.partition(": ")
+            report.findings.append(finding("offsets.unreadable", _relative(path, root), None, why or problem))
+        if reader is read_consumer_offsets:
+            report.source, rows = config.source, config.rows
+    source = _relative(report.source, root) if report.source else "config/consumerOffset.json"
+    queues: dict[tuple[str, int], QueueFiles] = {}
+    for topic, group, queue_id, offset in rows:
+        b = bounds.get((topic, queue_id))
+        if b is None:
+            report.lags.append(QueueLag(layout.name, group, topic, queue_id, offset, None, None, "unknown_queue",
+                                        None, 0, None, None, None))
+            report.findings.append(finding("offsets.unknown_queue", source, None,
+                                           f"group {group} has offset {offset} for {topic}/{queue_id}, which the "
+                                           "store has no ConsumeQueue for", topic=topic, queue_id=queue_id,
+                                           queue_offset=offset, consumer_group=group))
+            continue
+        lo, hi = b
+        if (topic, queue_id) not in queues:
+            queue_dir = next((d for t, q, d in files.queue_dirs() if t == topic and q == queue_id), None)
+            queues[(topic, queue_id)] = QueueFiles(queue_dir) if queue_dir is not None else None
+        qf = queues[(topic, queue_id)]
+        status = ("beyond_max" if offset > hi else "caught_up" if offset == hi else
+                  "below_min" if offset < lo else "in_range")
+        start = min(max(offset, lo), hi)
+        time_at = lambda q: _time_at(layout, qf, q)          # noqa: E731
+        oldest = time_at(start) if start < hi else None
+        newest = time_at(hi - 1) if hi > lo else None
+        lag = QueueLag(layout.name, group, topic, queue_id, offset, lo, hi, status, hi - start, max(0, lo - offset),
+                       oldest, newest, newest - oldest if oldest is not None and newest is not None else None)
+        report.lags.append(lag)
+        where = dict(topic=topic, queue_id=queue_id, queue_offset=offset, consumer_group=group, min_offset=lo,
+                     max_offset=hi)
+        if status == "beyond_max":
+            report.findings.append(finding("offsets.beyond_max", source, None,
+                                           f"group {group} committed {offset} for {topic}/{queue_id}, beyond its max "
+                                           f"offset {hi}", **where))
+        elif status == "below_min":
+            report.findings.append(finding("offsets.below_min", source, None,
+                                           f"group {group} committed {offset} for {topic}/{queue_id}, below its min "
+                                           f"offset {lo}: {lo - offset} message(s) expired unconsumed", **where))
+    return report
+
+
+def _time_at(layout: StoreLayout, queue: QueueFiles | None, queue_offset: int) -> int | None:
+    e = queue.entry(queue_offset) if queue is not None else None
+    return store_timestamp_at(layout, e[0]) if e is not None else None
+
+
+def _relative(path: str, root: str) -> str:
+    return path[len(root) + 1:] if path.startswith(root + "/") else path
+
+
+RESETS = ("to-earliest", "to-latest", "to-datetime", "shift-by", "as-broker")
+
+
+def reset_plan(layout: StoreLayout, lags: list[QueueLag], how: str = "as-broker", value: str | None = None,
+               group: str | None = None) -> list[dict]:
+    """New offsets per queue, as ``kafka-consumer-groups --reset-offsets`` plans them: ``to-earliest`` (the
+    queue's min), ``to-latest`` (its max), ``to-datetime`` (``value``: ISO 8601; the first message stored at
+    or after it), ``shift-by`` (``value``: N, clamped to the bounds), or ``as-broker`` (the default: only the
+    offsets out of range, moved where the broker would move them on the next pull — below min to min, beyond
+    max to max). Unknown queues are left out. ``group``: only that consumer group."""
+    if how not in RESETS:
+        raise ValueError(f"reset {how!r}: expected one of {', '.join(RESETS)}")
+    when = None
+    if how == "to-datetime":
+        when = dt.datetime.fromisoformat(value or "")
+        when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+    shift = int(value or 0) if how == "shift-by" else 0
+    plan = []
+    for lag in lags:
+        if lag.min_offset is None or (group is not None and lag.consumer_group != group):
+            continue
+        lo, hi, cur = lag.min_offset, lag.max_offset, lag.consumer_offset
+        if how == "as-broker":
+            if lag.status not in ("below_min", "beyond_max"):
+                continue
+            new = lo if cur < lo else hi
+        elif how == "to-earliest":
+            new = lo
+        elif how == "to-latest":
+            new = hi
+        elif how == "shift-by":
+            new = min(max(cur + shift, lo), hi)
+        else:
+            queue_dir = next((d for t, q, d in layout.files.queue_dirs() if t == lag.topic and q == lag.queue_id))
+            new = offset_by_time(QueueFiles(queue_dir), layout, lo, hi, int(when.timestamp() * 1000))
+        plan.append({"store": lag.store, "consumer_group": lag.consumer_group, "topic": lag.topic,
+                     "queue_id": lag.queue_id, "current_offset": cur, "new_offset": new})
+    return plan
+
+
+__all__ = ["OffsetsReport", "QueueLag", "RESETS", "STATUSES", "check_offsets", "reset_plan"]

@@ -1,0 +1,168 @@
+"""Verifying a whole store in-process (CLI, notebooks, tests; ``spark_verify`` runs the same units as Spark
+tasks over many stores).
+
+The units, each in its own module: every CommitLog segment scanned with BODYCRC and store-time checks
+(``verify.segments``), every queue against its records (``verify.queues``), every IndexFile against the
+records it covers (``verify.index``), the checkpoint, abort and lock files (``verify.state``), and the
+committed consumer offsets against the queues' bounds (``verify.offsets``). Settings (ConsumeQueue file
+size, IndexFile geometry, release family, delay levels) come from ``rebuild.settings.resolve``: options >
+broker.conf > what the files show > RocketMQ's defaults.
+
+Findings name files relative to the store root. Memory: one segment window while scanning, then one queue's
+records and entries at a time, one IndexFile at a time — but the dispatch columns of the whole CommitLog are
+read into memory first (about 60 bytes a record), which is why large stores go through Spark.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketstore_spark import dispatch
+from rocketstore_spark.findings import Finding
+from rocketstore_spark.rebuild.output import dispatch_decoder
+from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.indexes import IndexFileView, read_index_file
+from rocketstore_spark.store.records import iter_decoded
+from rocketstore_spark.verify.index import IndexVerdict, check_index_file
+from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
+from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
+from rocketstore_spark.verify.segments import SegmentSummary, scan_segment
+from rocketstore_spark.verify.state import LogState, check_state
+
+QUEUE_COLUMNS = ("topic", "queue_id", "queue_offset", "physical_offset", "total_size", "tags_code",
+                 "transaction_type")
+
+
+@dataclass
+class StoreVerdict:
+    store: str
+    settings: RebuildSettings
+    log: LogBounds
+    segments: list[tuple[str, SegmentSummary]]          # (segment file name, scan)
+    queues: list[QueueVerdict]
+    index: list[IndexVerdict]
+    offsets: OffsetsReport
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
+        return {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in self.queues}
+
+
+def store_root(layout: StoreLayout) -> str:
+    """The directory findings name files relative to: the store root, or the CommitLog directory's parent."""
+    return str(layout.files.root or layout.files.commitlog_dir.parent)
+
+
+def relative(f: Finding, root: str) -> Finding:
+    return replace(f, file=os.path.relpath(f.file, root)) if os.path.isabs(f.file) else f
+
+
+def segment_locator(segments) -> Locate:
+    """physical offset -> (segment file, position in it); ``segments``: (base offset, file name) in order."""
+    bases = [b for b, _ in segments]
+    names = [n for _, n in segments]
+
+    def locate(physical_offset: int) -> tuple[str, int]:
+        k = max(0, bisect.bisect_right(bases, physical_offset) - 1)
+        return (names[k], physical_offset - bases[k]) if names else ("commitlog", physical_offset)
+    return locate
+
+
+def segment_names(layout: StoreLayout, root: str) -> tuple[tuple[int, str], ...]:
+    """(base offset, segment file relative to ``root``) of every segment of the store."""
+    return tuple((s.base_offset, os.path.relpath(s.path, root)) for s in layout.segments)
+
+
+def log_bounds(layout: StoreLayout, scans: list[tuple[int, SegmentSummary]]) -> LogBounds:
+    """The CommitLog's minimum (its first segment's base offset) and the end of its data (``scans``: (base
+    offset, scan) of every segment)."""
+    first = layout.segments[0].base_offset if layout.segments else 0
+    ends = [base + s.data_end for base, s in scans if s.records]
+    return LogBounds(first, max(ends, default=first))
+
+
+def index_views(layout: StoreLayout, settings: RebuildSettings) -> list[IndexFileView]:
+    """The store's IndexFiles with the geometry the settings give (those that do not fit stay without one)."""
+    if settings.geometry is None:
+        return []
+    return [read_index_file(str(p), settings.geometry.hash_slot_num) for p in layout.files.index_files()]
+
+
+def split_queues(records: pa.Table):
+    """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order."""
+    queued = dispatch.queue_entries(records)
+    if not queued.num_rows:
+        return
+    topics = pc.dictionary_encode(queued["topic"]).combine_chunks()
+    key = topics.indices.to_numpy().astype(np.int64) << 32 | queued["queue_id"].to_numpy().astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    cols = {c: queued[c].to_numpy()[order] for c in ("queue_offset", "physical_offset", "size", "tags_code")}
+    names = topics.dictionary.to_pylist()
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+        yield names[key[start] >> 32], int(key[start] & 0xFFFFFFFF), {c: v[start:stop] for c, v in cols.items()}
+
+
+def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
+                 check_crc: bool = True) -> StoreVerdict:
+    """Verify one store (see module docstring); ``options`` as for the rebuild (broker setting names and
+    ``rocketmqVersion``)."""
+    layouts = discover(path)
+    if len(layouts) != 1:
+        raise ValueError(f"{path}: names {len(layouts)} stores; verify_store takes one (spark_verify takes many)")
+    layout = layouts[0]
+    root = store_root(layout)
+    settings = resolve(layout, options, broker_conf)
+    findings = list(layout.findings)
+    scans = []
+    for k, seg in enumerate(layout.segments):
+        s = scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
+                         check_properties_crc=True, check_times=True)
+        scans.append((seg.base_offset, s))
+        findings += s.findings
+    log = log_bounds(layout, scans)
+
+    batches = [pa.Table.from_batches([d.batch]).select(QUEUE_COLUMNS)
+               for d in iter_decoded(layout, dispatch_decoder(settings.message_delay_level), [])]
+    records = pa.concat_tables(batches) if batches else None
+    dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
+    locate = segment_locator(segment_names(layout, root))
+    queues = []
+    seen = set()
+    for topic, queue_id, cols in (split_queues(records) if records is not None else ()):
+        seen.add((topic, queue_id))
+        queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
+                                  settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0)))
+    empty = {c: np.zeros(0, np.int64) for c in ("queue_offset", "physical_offset", "size", "tags_code")}
+    for (topic, queue_id), d in dirs.items():
+        if (topic, queue_id) not in seen:
+            queues.append(check_queue(topic, queue_id, d, root, empty, log, settings.consume_queue_file_size,
+                                      locate, settings.release.version >= (5, 0, 0)))
+    queues.sort(key=lambda q: (q.topic, q.queue_id))
+
+    index = []
+    views = index_views(layout, settings)
+    known = [v for v in views if v.geometry is not None]
+    for v in views:
+        if v.geometry is None:
+            from rocketstore_spark.findings import finding
+            findings.append(finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry"))
+    for k, v in enumerate(known):
+        index.append(check_index_file(layout, v, root, settings.geometry, settings.release,
+                                      settings.message_delay_level, log, newest=k == len(known) - 1))
+    newest_index_end = known[-1].header["end_timestamp"] if known else None
+    last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
+    findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
+    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues})
+    findings += [f for q in queues for f in q.findings] + [f for i in index for f in i.findings] + offsets.findings
+    names = {seg.base_offset: os.path.basename(seg.path) for seg in layout.segments}
+    return StoreVerdict(layout.name, settings, log, [(names[b], s) for b, s in scans], queues, index, offsets,
+                        [relative(f, root) for f in findings])
