@@ -33,7 +33,8 @@ from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
-from rocketstore_spark.verify.store import index_views, relative, segment_locator, segment_names, store_root
+from rocketstore_spark.verify.store import (has_consume_queue_ext, index_views, relative, segment_locator,
+                                            segment_names, store_root)
 
 FINDINGS_SCHEMA = ("run_id STRING, run_time TIMESTAMP, store STRING, check STRING, severity STRING, file STRING, "
                    "file_position BIGINT, physical_offset BIGINT, topic STRING, queue_id INT, queue_offset BIGINT, "
@@ -101,6 +102,7 @@ class _Context:
     release: tuple
     delay_levels: str
     segments: tuple          # (base offset, file name relative to root)
+    consume_queue_ext: bool
 
 
 def verify(spark, paths, options: dict | None = None, broker_conf: str | None = None, check_crc: bool = True,
@@ -140,7 +142,7 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         contexts[layout.name] = _Context(
             store_root(layout) if layout.files.root else str(layout.files.commitlog_dir), root, log,
             s.consume_queue_file_size, s.release.version, s.message_delay_level,
-            segment_names(layout, root))
+            segment_names(layout, root), has_consume_queue_ext(layout))
 
     # 2. queues
     queue_rows = _queues(spark, layouts, settings, contexts, split_size)
@@ -200,7 +202,7 @@ def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
         cols = {k: v.to_numpy() if left.num_rows else np.zeros(0, np.int64) for k, v in cols.items()}
         queue_dir = right["dir"][0].as_py() if right.num_rows else None
         v = check_queue(topic, queue_id, queue_dir, c.root, cols, c.log, c.file_size, segment_locator(c.segments),
-                        c.release >= (5, 0, 0))
+                        c.release >= (5, 0, 0), c.consume_queue_ext)
         return pa.Table.from_pylist([{
             "store": store, "topic": topic, "queue_id": queue_id, "files": v.files, "min_offset": v.min_offset,
             "max_offset": v.max_offset, "entries": v.entries, "expired": v.expired, "records": v.records,
@@ -220,8 +222,10 @@ def _index(spark, layouts, settings, contexts) -> list[dict]:
         known = [v for v in views if v.geometry is not None]
         for v in views:
             if v.geometry is None:
-                specs.append({"store": layout.name, "path": v.path, "newest": False, "problem": v.problem or ""})
-        specs += [{"store": layout.name, "path": v.path, "newest": k == len(known) - 1, "problem": None}
+                specs.append({"store": layout.name, "path": v.path, "newest": False, "problem": v.problem or "",
+                              "previous_end": None})
+        specs += [{"store": layout.name, "path": v.path, "newest": k == len(known) - 1, "problem": None,
+                   "previous_end": known[k - 1].header["end_timestamp"] if k else None}
                   for k, v in enumerate(known)]
     if not specs:
         return []
@@ -241,13 +245,13 @@ def _index(spark, layouts, settings, contexts) -> list[dict]:
                 else:
                     view = read_index_file(spec["path"], g.hash_slot_num)
                     v = check_index_file(discover(c.path)[0], view, c.root, g, dispatch.Release(c.release),
-                                         c.delay_levels, c.log, spec["newest"])
+                                         c.delay_levels, c.log, spec["newest"], spec["previous_end"])
                     found, entries, expected = v.findings, v.entries, v.keys_expected
                 yield pa.RecordBatch.from_pylist([{"store": spec["store"], "file": name, "entries": entries,
                                                    "keys_expected": expected,
                                                    "findings": [f.to_json() for f in found]}], schema=INDEX_ARROW)
 
-    df = spark.createDataFrame(specs, "store STRING, path STRING, newest BOOLEAN, problem STRING")
+    df = spark.createDataFrame(specs, "store STRING, path STRING, newest BOOLEAN, problem STRING, previous_end BIGINT")
     return [r.asDict() for r in df.repartition(len(specs)).mapInArrow(build, INDEX_RESULT).collect()]
 
 

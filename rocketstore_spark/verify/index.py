@@ -64,17 +64,16 @@ def check_structure(view: IndexFileView, name: str, store_geometry: indexfile.Ge
     holds; ``store_geometry``: the broker's setting), and its entries (0 .. n)."""
     g, h, out = view.geometry, view.header, []
     n = view.entry_count
-    header = lambda message, **ev: finding("index.bad_header", name, 0, message, **ev)     # noqa: E731
+    header = lambda message, position=0, **ev: finding("index.bad_header", name, position, message,  # noqa: E731
+                                                        **ev)
     held = max(0, (view.file_size - g.entries_start) // indexfile.ENTRY_SIZE)
     if h["index_count"] > store_geometry.index_num:
-        out.append(header(f"index_count {h['index_count']} is above maxIndexNum {store_geometry.index_num}"))
+        out.append(header(f"index_count {h['index_count']} is above maxIndexNum {store_geometry.index_num}", 36))
     if h["index_count"] < 1 and (h["begin_phy_offset"] or h["end_phy_offset"]):
-        out.append(header(f"index_count {h['index_count']} (1 for a file without entries)"))
+        out.append(header(f"index_count {h['index_count']} (1 for a file without entries)", 36))
     if n and (h["begin_phy_offset"] > h["end_phy_offset"] or h["begin_timestamp"] > h["end_timestamp"]):
         out.append(header(f"begins after it ends: physical offsets {h['begin_phy_offset']} .. {h['end_phy_offset']}, "
                           f"timestamps {h['begin_timestamp']} .. {h['end_timestamp']}"))
-    if h["hash_slot_count"] > max(0, h["index_count"] - 1) or h["hash_slot_count"] < 0:
-        out.append(header(f"hash_slot_count {h['hash_slot_count']} is above the entry count {max(0, h['index_count'] - 1)}"))
     heads, entries = _columns(view)
     key_hash = entries["key_hash"].astype(np.int64)
     prev = entries["prev_index"].astype(np.int64)
@@ -93,40 +92,42 @@ def check_structure(view: IndexFileView, name: str, store_geometry: indexfile.Ge
                           f"({int(into_lost.sum())} slot(s) point to lost entries)",
                           size=view.file_size, expected=store_geometry.file_size, lost_entries=lost,
                           slots_into_lost=int(into_lost.sum())))
-    bad_head = np.flatnonzero(((heads < 0) | (heads > n)) & ~into_lost)
-    ok_head = np.flatnonzero((heads > 0) & (heads <= n))
-    wrong_slot_head = ok_head[(key_hash[heads[ok_head]] < 0) |
-                              (key_hash[heads[ok_head]] % g.hash_slot_num != ok_head)]
-    out += capped(lambda s: finding("index.bad_chain", name, slot_pos(s),
-                                    f"slot {s} points to entry {int(heads[s])}, outside 1 .. {n}", slot=s), bad_head)
-    out += capped(lambda s: finding("index.bad_chain", name, slot_pos(s),
-                                    f"slot {s} points to entry {int(heads[s])}, whose key hash {int(key_hash[heads[s]])} "
-                                    "belongs to another slot", slot=s), wrong_slot_head)
+    # RocketMQ chains every entry to the newest older entry of its slot and points the slot at its newest
+    # entry, so the whole chain structure follows from the hashes: compare with it
+    slot = np.where(key_hash >= 0, key_hash % g.hash_slot_num, -1)
     live = idx[1:]
-    bad_prev = live[(prev[1:] < 0) | (prev[1:] >= live)]
-    out += capped(lambda i: at(i, "index.bad_chain", f"entry {i}'s prev_index {int(prev[i])} is not an older entry "
-                               f"(0 .. {i - 1})"), bad_prev)
-    chained = live[(prev[1:] > 0) & (prev[1:] < live)]
-    cross = chained[(key_hash[chained] >= 0) & (key_hash[prev[chained]] >= 0) &
-                    (key_hash[chained] % g.hash_slot_num != key_hash[prev[chained]] % g.hash_slot_num)]
-    out += capped(lambda i: at(i, "index.bad_chain", f"entry {i}'s prev_index {int(prev[i])} is an entry of another "
-                               "slot"), cross)
-    negative = live[key_hash[1:] < 0]
+    negative = live[slot[1:] < 0]
     out += capped(lambda i: at(i, "index.bad_chain", f"entry {i}'s key hash {int(key_hash[i])} is negative (RocketMQ "
                                "stores abs(hashCode))"), negative)
+    hashed = live[slot[1:] >= 0]
+    order = hashed[np.lexsort((hashed, slot[hashed]))]
+    same = np.r_[False, slot[order][1:] == slot[order][:-1]]
+    want_prev = np.zeros(len(entries), dtype=np.int64)
+    want_prev[order[same]] = order[:-1][same[1:]]
+    want_head = np.zeros(g.hash_slot_num, dtype=np.int64)
+    last = np.r_[~same[1:], True] if len(order) else np.zeros(0, bool)
+    want_head[slot[order[last]]] = order[last]
+    wrong_prev = hashed[prev[hashed] != want_prev[hashed]]
+    out += capped(lambda i: at(i, "index.bad_chain", f"entry {i}'s prev_index is {int(prev[i])}; the previous entry "
+                               f"of its slot is {int(want_prev[i])}" + (" (a forward link: a loop)" if prev[i] >= i
+                                                                        else ""), expected=int(want_prev[i])),
+                  wrong_prev)
+    wrong_head = np.flatnonzero((heads != want_head) & ~into_lost)
+    out += capped(lambda s: finding("index.bad_chain", name, slot_pos(s),
+                                    f"slot {s} points to entry {int(heads[s])}; its newest entry is {int(want_head[s])}",
+                                    slot=s, expected=int(want_head[s])), wrong_head)
+    used = int((want_head > 0).sum())
+    if n and not cut and h["hash_slot_count"] != used:
+        out.append(header(f"hash_slot_count {h['hash_slot_count']}; the entries use {used} slots", 32, expected=used))
     reached = _reachable(heads, prev, n)
     lost = live[~reached[1:]]
     if len(lost):
         out.append(at(int(lost[0]), "index.unreachable_entries",
                       f"{len(lost)} entr{'y' if len(lost) == 1 else 'ies'} no slot chain reaches (the first: entry "
                       f"{int(lost[0])}): lookups never return them", entries=len(lost)))
-    span = max(0, (h["end_timestamp"] - h["begin_timestamp"]) // 1000)
     diff = entries["time_diff"].astype(np.int64)
-    # entry 1 of a rolled-over file is timed from the previous file's end (the header is pre-set from it),
-    # so only its sign is checked
-    bad_time = live[(diff[1:] < 0) | ((diff[1:] > span + 1) & (live > 1))]
-    out += capped(lambda i: at(i, "index.bad_time", f"entry {i}'s time difference {int(diff[i])} s is outside the "
-                               f"file's span 0 .. {span} s"), bad_time)
+    out += capped(lambda i: at(i, "index.bad_time", f"entry {i}'s time difference {int(diff[i])} s is negative"),
+                  live[diff[1:] < 0])
     return out, entries
 
 
@@ -146,11 +147,11 @@ def _reachable(heads, prev, n):
 
 
 def covered_keys(layout: StoreLayout, release: dispatch.Release, delay_levels: str, begin: int, end: int | None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(key hash, physical offset) of every key RocketMQ puts for the records from physical offset ``begin``
-    to ``end`` inclusive (None: to the end of the log), in put order."""
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(key hash, physical offset, store time in ms) of every key RocketMQ puts for the records from physical
+    offset ``begin`` to ``end`` inclusive (None: to the end of the log), in put order."""
     decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=delay_levels, batch_rows=1 << 16)
-    hashes, phys = [], []
+    hashes, phys, times = [], [], []
     for k, seg in enumerate(layout.segments):
         if seg.base_offset + seg.size <= begin or (end is not None and seg.base_offset > end):
             continue
@@ -161,11 +162,52 @@ def covered_keys(layout: StoreLayout, release: dispatch.Release, delay_levels: s
             keep = (phy >= begin) & (phy <= end if end is not None else True)
             hashes.append(keys["key_hash"].to_numpy()[keep].astype(np.int64))
             phys.append(phy[keep])
+            times.append(keys["store_timestamp"].to_numpy()[keep])
             if end is not None and len(phy) and phy[-1] > end:
-                return np.concatenate(hashes), np.concatenate(phys)
+                break
+        else:
+            continue
+        break
     if not hashes:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(hashes), np.concatenate(phys)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(hashes), np.concatenate(phys), np.concatenate(times)
+
+
+def _java_seconds(ms: np.ndarray) -> np.ndarray:
+    """Java's ``long / 1000`` (truncating toward zero)."""
+    return np.where(ms >= 0, ms // 1000, -((-ms) // 1000))
+
+
+def _time_findings(name: str, g, h: dict, a_phy, a_diff, known, e_phy, e_ts, newest_held: bool = True,
+                   previous_end: int | None = None) -> list[Finding]:
+    """The header's timestamps and every entry's time difference against the store times of the records
+    the entries point at (entries whose record is known): begin = entry 1's record, end = the newest entry's,
+    difference = (store time - begin) / 1000 clamped at 0 — except entry 1, timed from the header pre-set
+    from the previous file's end (``previous_end``; unchecked when the previous file is unknown)."""
+    out = []
+    if not len(e_phy) or not known.any():
+        return out
+    ts_at = lambda phy: e_ts[np.clip(np.searchsorted(e_phy, phy), 0, len(e_phy) - 1)]       # noqa: E731
+    a_ts = ts_at(a_phy)
+    if known[0] and h["begin_timestamp"] != a_ts[0]:
+        out.append(finding("index.bad_header", name, 0, f"begin_timestamp {h['begin_timestamp']}; entry 1's record "
+                           f"was stored at {int(a_ts[0])}", expected=int(a_ts[0])))
+    if newest_held and known[-1] and h["end_timestamp"] != a_ts[-1]:
+        out.append(finding("index.bad_header", name, 8, f"end_timestamp {h['end_timestamp']}; the newest entry's record "
+                           f"was stored at {int(a_ts[-1])}", expected=int(a_ts[-1])))
+    if known[0]:
+        want = np.clip(_java_seconds(a_ts - a_ts[0]), 0, 2**31 - 1)
+        checked = np.arange(len(a_phy)) > 0
+        if previous_end is not None:
+            want[0] = 0 if previous_end <= 0 else min(max(int(_java_seconds(np.int64(a_ts[0] - previous_end))), 0),
+                                                      2**31 - 1)
+            checked[0] = True
+        bad = np.flatnonzero(known & (a_diff != want) & checked)
+        out += capped(lambda j: finding(
+            "index.bad_time", name, g.entries_start + indexfile.ENTRY_SIZE * (j + 1) + 12,
+            f"entry {j + 1}'s time difference is {int(a_diff[j])} s; its record was stored {int(want[j])} s after "
+            f"the file's begin", physical_offset=int(a_phy[j]), entry=j + 1, expected=int(want[j])), bad)
+    return out
 
 
 def _pair_keys(hash_a, phy_a, hash_b, phy_b) -> tuple[np.ndarray, np.ndarray]:
@@ -176,10 +218,12 @@ def _pair_keys(hash_a, phy_a, hash_b, phy_b) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_geometry: indexfile.Geometry,
-                     release: dispatch.Release, delay_levels: str, log: LogBounds, newest: bool) -> IndexVerdict:
+                     release: dispatch.Release, delay_levels: str, log: LogBounds, newest: bool,
+                     previous_end: int | None = None) -> IndexVerdict:
     """Verify one IndexFile (geometry known) against the CommitLog of ``layout``; ``log``: its first physical
     offset (entries below it point at expired segments and are not checked) and data end; ``newest``: the
-    store's newest IndexFile, after whose end the keys of later records are counted as not indexed."""
+    store's newest IndexFile, after whose end the keys of later records are counted as not indexed;
+    ``previous_end``: the end timestamp of the IndexFile before it, if the store has one."""
     name = os.path.relpath(view.path, root)
     v = IndexVerdict(name, view.entry_count)
     v.findings, entries = check_structure(view, name, store_geometry)
@@ -187,10 +231,26 @@ def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_
     if not n:
         return v
     log_min = log.min_offset
-    begin, end = max(h["begin_phy_offset"], log_min), h["end_phy_offset"]
+    a_hash = entries["key_hash"][1:].astype(np.int64)
+    a_phy = entries["phy_offset"][1:].astype(np.int64)
+    g = view.geometry
+    # RocketMQ sets begin from entry 1 and end from the newest entry: the header must say so. Where it does
+    # not (damage), the entries give the range that is checked.
+    first, last = int(a_phy[0]), int(a_phy[-1])
+    begin, end = h["begin_phy_offset"], h["end_phy_offset"]
+    lost = h["index_count"] - 1 > n           # a file cut short: its newest entries are gone (bad_header said so)
+    if lost:
+        last = end
+    if (begin, end) != (first, last):
+        v.findings.append(finding("index.bad_header", name, 16,
+                                  f"begin/end physical offsets {begin} .. {end}; entries 1 and {n} are at {first} and "
+                                  f"{last}", expected=f"{first} .. {last}"))
+        if first <= last:
+            begin, end = first, last
+    begin = max(begin, log_min)
     if end < begin:                  # the whole file covers expired segments
         return v
-    e_hash, e_phy = covered_keys(layout, release, delay_levels, begin, None if newest else end)
+    e_hash, e_phy, e_ts = covered_keys(layout, release, delay_levels, begin, None if newest else end)
     after = e_phy > end
     v.unindexed_after = int(after.sum())
     if v.unindexed_after:
@@ -199,13 +259,13 @@ def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_
             "index.lagging", name, None,
             f"{v.unindexed_after} key(s) of records after this newest IndexFile's end (physical offset {end}) are "
             f"not indexed; the first record at {first}", physical_offset=first, keys=v.unindexed_after))
-    e_hash, e_phy = e_hash[~after], e_phy[~after]
+    e_hash, e_phy, e_ts = e_hash[~after], e_phy[~after], e_ts[~after]
     v.keys_expected = len(e_hash)
-    a_hash = entries["key_hash"][1:].astype(np.int64)
-    a_phy = entries["phy_offset"][1:].astype(np.int64)
     a_key, e_key = _pair_keys(a_hash, a_phy, e_hash, e_phy)
-    wrong = np.flatnonzero(~np.isin(a_key, e_key) & (a_phy >= log_min))
-    g = view.geometry
+    known = np.isin(a_key, e_key)
+    wrong = np.flatnonzero(~known & ~((a_phy >= 0) & (a_phy < log_min)))      # below log_min: expired
+    v.findings += _time_findings(name, g, h, a_phy, entries["time_diff"][1:].astype(np.int64), known, e_phy, e_ts,
+                                 newest_held=not lost, previous_end=previous_end)
 
     def wrong_entry(j: int) -> Finding:
         i = j + 1

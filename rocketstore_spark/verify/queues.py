@@ -115,12 +115,14 @@ def rocketmq_bounds(files: list[tuple[str, int, int]], raws: list[np.ndarray], l
 
 
 def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, records: dict[str, np.ndarray],
-                log: LogBounds, file_size: int, locate: Locate, release_5x: bool = True) -> QueueVerdict:
+                log: LogBounds, file_size: int, locate: Locate, release_5x: bool = True,
+                consume_queue_ext: bool = False) -> QueueVerdict:
     """Verify one queue. ``records``: the queue's records that get a ConsumeQueue entry, ascending physical
     offset — numpy arrays ``queue_offset``, ``physical_offset``, ``size``, ``tags_code``; ``queue_dir``: its
     directory (None: the store has none); ``root``: the store root file names are reported relative to;
     ``locate``: the segment file and position of a physical offset; ``release_5x``: bounds as 5.x computes
-    them (``rocketmq_bounds``)."""
+    them (``rocketmq_bounds``); ``consume_queue_ext``: the store has ``consumequeue_ext/`` (enableConsumeQueueExt),
+    so a tagsCode at or below EXT_ADDRESS_MAX is an address there, not compared."""
     v = QueueVerdict(topic, queue_id)
     out = v.findings
     qo, phy, size, tags = (np.asarray(records[c], np.int64) for c in ("queue_offset", "physical_offset", "size",
@@ -169,7 +171,7 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
 
     # entry by entry, by queue offset
     _, ia, ie = np.intersect1d(a_qo, e_slot, assume_unique=False, return_indices=True)
-    ext = a_tags[ia] <= EXT_ADDRESS_MAX                     # a ConsumeQueueExt address: not a tagsCode to compare
+    ext = consume_queue_ext & (a_tags[ia] <= EXT_ADDRESS_MAX)    # an address in consumequeue_ext/, not a tagsCode
     differ = (a_phy[ia] != e_phy[ie]) | (a_size[ia] != e_size[ie]) | (~ext & (a_tags[ia] != e_tags[ie]))
     bad_a, bad_e = ia[differ], ie[differ]
     past = a_phy[bad_a] >= log.end

@@ -64,6 +64,11 @@ def relative(f: Finding, root: str) -> Finding:
     return replace(f, file=os.path.relpath(f.file, root)) if os.path.isabs(f.file) else f
 
 
+def has_consume_queue_ext(layout: StoreLayout) -> bool:
+    """Whether the broker ran with enableConsumeQueueExt (its ``consumequeue_ext/`` directory exists)."""
+    return layout.files.root is not None and (layout.files.root / "consumequeue_ext").is_dir()
+
+
 def segment_locator(segments) -> Locate:
     """physical offset -> (segment file, position in it); ``segments``: (base offset, file name) in order."""
     bases = [b for b, _ in segments]
@@ -140,12 +145,14 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     for topic, queue_id, cols in (split_queues(records) if records is not None else ()):
         seen.add((topic, queue_id))
         queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
-                                  settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0)))
+                                  settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0),
+                                  has_consume_queue_ext(layout)))
     empty = {c: np.zeros(0, np.int64) for c in ("queue_offset", "physical_offset", "size", "tags_code")}
     for (topic, queue_id), d in dirs.items():
         if (topic, queue_id) not in seen:
             queues.append(check_queue(topic, queue_id, d, root, empty, log, settings.consume_queue_file_size,
-                                      locate, settings.release.version >= (5, 0, 0)))
+                                      locate, settings.release.version >= (5, 0, 0),
+                                  has_consume_queue_ext(layout)))
     queues.sort(key=lambda q: (q.topic, q.queue_id))
 
     index = []
@@ -157,7 +164,8 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
             findings.append(finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry"))
     for k, v in enumerate(known):
         index.append(check_index_file(layout, v, root, settings.geometry, settings.release,
-                                      settings.message_delay_level, log, newest=k == len(known) - 1))
+                                      settings.message_delay_level, log, newest=k == len(known) - 1,
+                                      previous_end=known[k - 1].header["end_timestamp"] if k else None))
     newest_index_end = known[-1].header["end_timestamp"] if known else None
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
