@@ -36,5 +36,10 @@ def test_readme_examples_run_and_compute_what_they_say(spark, monkeypatch, capsy
         assert r.max_offset == want and r.lag == (None if want is None else want - r.consumer_offset)
     assert "tests/golden/rocketmq-4.9.8/clean/store" in out and "tests/golden/rocketmq-5.5.1/clean/store" in out
     assert "commitlog.body_crc" in out
+    corrupt = BY_ID["4.9.8/corrupt-body"]
+    for s in corrupt.manifest["surgery"]:
+        record = next(m for m in corrupt.messages
+                      if m["physical_offset"] <= s["physical_offset"] < m["physical_offset"] + m["total_size"])
+        assert f"[error] commitlog.body_crc: {s['file']} @ byte {record['file_position']}: " in out
     assert {d.status for d in namespace["result"].differences} == {"identical"}
     assert f"5.4.0 {len(namespace['result'].differences)} files identical" in out

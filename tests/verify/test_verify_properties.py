@@ -7,6 +7,7 @@ The ConsumeQueues and IndexFiles of these stores are written by our rebuild, whi
 RocketMQ's own on the golden stores (tests/rebuild)."""
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 
@@ -20,6 +21,8 @@ from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.verify.store import verify_store
 from tests.builders import write_segments
 
+# examples per test: sized for CI; VERIFY_EXAMPLES=500 for a local soak
+EXAMPLES = int(os.environ.get("VERIFY_EXAMPLES", "0")) or None
 WORDS = st.sampled_from(["alpha", "beta", "gamma", "键", "😀", "k1", "k2", ""])
 
 
@@ -80,7 +83,7 @@ def problems(verdict):
     return [f for f in verdict.findings if f.severity != Severity.INFO]
 
 
-@settings(max_examples=25)
+@settings(max_examples=EXAMPLES or 25)
 @given(spec=store_specs())
 def test_a_consistent_store_verifies_clean(tmp_path_factory, spec):
     store, options = build(tmp_path_factory.mktemp("s"), spec)
@@ -143,7 +146,7 @@ def _index_verdict(store, path, position, v, first_file: bool):
             (rel, position, [f.render() for f in mine])
 
 
-@settings(max_examples=60)
+@settings(max_examples=EXAMPLES or 60)
 @given(spec=store_specs(), where=st.floats(0, 1, exclude_max=True), which=st.integers(0, 10**6),
        xor=st.integers(1, 255))
 def test_a_corrupted_queue_or_index_byte_is_reported_at_its_entry_or_harmless(tmp_path_factory, spec, where, which,
@@ -187,7 +190,7 @@ def _checked_field(segment: bytes, position: int) -> str | None:
     return None
 
 
-@settings(max_examples=40)
+@settings(max_examples=EXAMPLES or 40)
 @given(spec=store_specs(), where=st.floats(0, 1, exclude_max=True), xor=st.integers(1, 255))
 def test_a_corrupted_checked_commitlog_field_is_reported(tmp_path_factory, spec, where, xor):
     store, options = build(tmp_path_factory.mktemp("s"), spec)
