@@ -112,7 +112,8 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     partition of the record read."""
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     # resolved on the driver: the sources name stores by the path they are given, executors need it absolute
-    layouts: list[StoreLayout] = [layout for p in paths for layout in discover(os.path.abspath(str(p)))]
+    found = [layout for p in paths for layout in discover(os.path.abspath(str(p)))]
+    layouts: list[StoreLayout] = list({layout.name: layout for layout in found}.values())     # each store once
     run = VerifyRun(uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc), [])
     if not layouts:
         return run
