@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import json
 import sys
 
 REPORT_PLAN_KINDS = ("as-broker", "to-earliest", "to-latest", "to-datetime", "shift-by")
@@ -58,6 +57,7 @@ def parse_args(argv):
 
 
 def main(spark, argv) -> int:
+    from rocketstore_spark.report.documents import text_stream, write_document
     from rocketstore_spark.report.verify_text import render_plan, render_store
     from rocketstore_spark.spark_verify import document, findings_frame, lag_frame, verify
     from rocketstore_spark.store.discovery import discover
@@ -65,7 +65,7 @@ def main(spark, argv) -> int:
     args = parse_args(argv)
     options = {"rocketmqVersion": args.rocketmq_version}
     run = verify(spark, args.store, options, args.broker_conf, check_crc=not args.no_crc)
-    text = sys.stderr if args.json == "-" else sys.stdout
+    text = text_stream(args.json)
     plan = []
     for rep in run.stores:
         print(render_store(rep), file=text)
@@ -87,13 +87,7 @@ def main(spark, argv) -> int:
     if args.json:
         doc = document(run)
         doc["reset_plan"] = {"how": args.reset_plan, "value": args.reset_value, "queues": plan}
-        body = json.dumps(doc, indent=1, ensure_ascii=False, default=str)
-        if args.json == "-":
-            print(body)
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                f.write(body + "\n")
-            print(f"JSON written to {args.json}", file=text)
+        write_document(doc, args.json)
     if args.output:
         findings_frame(spark, run).write.format("delta").mode("append").save(f"{args.output}/findings")
         lag_frame(spark, run).write.format("delta").mode("append").save(f"{args.output}/consumer_lag")

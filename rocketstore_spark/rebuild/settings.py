@@ -44,6 +44,7 @@ class RebuildSettings:
     message_delay_level: str
     sources: dict[str, str] = field(default_factory=dict)       # setting -> where its value came from
     conflicts: list[str] = field(default_factory=list)
+    values: dict = field(default_factory=dict)                  # every broker_conf.STORE_SETTINGS value used
 
 
 def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> RebuildSettings:
@@ -116,7 +117,7 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                                       "releases these rules were read from (4.x to 5.5.1): dispatched by the "
                                       "newest rules known, unverified")
     return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
-                           values["messageDelayLevel"], sources, conflicts)
+                           values["messageDelayLevel"], sources, conflicts, values)
 
 
 FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD, SegmentReader
@@ -23,11 +24,13 @@ FUTURE_SLACK_MS = 86_400_000                   # a day after the scan: clocks of
 @dataclass
 class SegmentSummary:
     records: int = 0
+    first_position: int | None = None          # where the first record read starts (0 unless damage is at 0)
     first_store_timestamp: int | None = None
     last_store_timestamp: int | None = None
     valid_end: int = 0
     data_end: int = 0                          # position after the last record read (records after damage too)
     properties_crc_failures: int = 0
+    stop: Stop = Stop.LIMIT
     stop_reason: str = ""
     stop_position: int | None = None
     crc_failures: int = 0
@@ -64,8 +67,10 @@ def scan_segment(path: str, base_offset: int, check_crc: bool = True,
             times.add(decoded.positions, np.asarray(ts, np.int64))
     res = reader.result
     s.records = res.records
+    s.first_position = res.first_position
     s.valid_end = res.end_position if res.stop_position is None else res.stop_position
     s.data_end = res.end_position
+    s.stop = res.stop
     s.stop_reason = res.stop.describe
     s.stop_position = res.stop_position
     s.findings = res.findings

@@ -1,0 +1,127 @@
+"""The recovery report: what RocketMQ would do to a store on its next start, as one versioned JSON-ready
+document (driver or CLI; reads the store read-only, writes nothing).
+
+``recovery_report(path)`` runs ``recovery.simulate`` with the settings ``rebuild.settings.resolve`` gives
+(options > broker.conf > what the files show > RocketMQ's defaults) and returns the document; its top level
+(``DOCUMENT_VERSION`` 1):
+
+    rocketmq_version        the release family mirrored (4.9.x, 5.0-5.3.1, 5.3.2-5.3.x, 5.5.x) and why
+    shutdown                "normal" or "abnormal" (the abort file), with the checkpoint and its minimum
+    start_file, walk        the segment the CommitLog walk starts at and why; the segments it reads
+    process_offset          where the CommitLog will end
+    stop                    file, file_position and reason the walk stops
+    commitlog_files_deleted, commitlog_bytes_cut
+    consumequeues           per queue: max_offset after recovery (getMaxOffsetInQueue), before it, entries
+                            cut, files deleted, entries dispatched again
+    index_files_deleted
+    dispatch                the physical offset range dispatched again
+    lost                    valid, CRC-correct messages at or after process_offset: count, offsets, store
+                            times, per topic and per queue
+    consumer_offsets_past_end   committed offsets beyond their queue's end after recovery
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+
+import numpy as np
+import pyarrow.compute as pc
+
+from rocketstore_spark.rebuild.settings import resolve
+from rocketstore_spark.recovery.simulate import FAMILIES, RecoveryReport, Simulation
+from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.store.files import read_consumer_offsets
+
+DOCUMENT_VERSION = 1
+
+
+def _iso(ms) -> str | None:
+    return None if ms is None else dt.datetime.fromtimestamp(int(ms) / 1000, dt.timezone.utc).isoformat()
+
+
+def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
+                    release_family: str | None = None) -> tuple[dict, RecoveryReport]:
+    """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
+    settings and ``rocketmqVersion``; ``release_family``: one of ``simulate.FAMILIES`` (overrides the
+    release's family)."""
+    layouts = discover(path)
+    if len(layouts) != 1:
+        raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
+    layout = layouts[0]
+    settings = resolve(layout, options, broker_conf)
+    if release_family is not None and release_family not in FAMILIES:
+        raise ValueError(f"release family {release_family!r}: expected one of {', '.join(FAMILIES)}")
+    sim = Simulation(layout, settings, release_family)
+    r = sim.run()
+    root = str(layout.files.root or layout.files.commitlog_dir.parent)
+    w = r.walk
+    data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),
+                   default=w.process_offset if w else 0)
+    queues = []
+    for q in sorted(r.queues, key=lambda q: (q.topic, q.queue_id)):
+        before = q.max_offset
+        cut = q.cut_max_offset
+        queues.append({"topic": q.topic, "queue_id": q.queue_id, "max_offset": q.final_max_offset,
+                       "max_offset_on_disk": before,
+                       "entries_cut": max(0, before - cut) if cut is not None else 0,
+                       "files_deleted": [p[len(root) + 1:] if p.startswith(root + "/") else p for p in q.files_deleted],
+                       "entries_dispatched": q.redispatched})
+    doc = {
+        "document_version": DOCUMENT_VERSION,
+        "store": layout.name,
+        "rocketmq_version": r.release_family,
+        "release": {"detected_or_given": str(settings.release), "source": settings.sources.get("rocketmqVersion"),
+                    "family_overridden": release_family is not None},
+        "settings": {k: settings.values.get(k) for k in ("checkCRCOnRecover", "messageIndexEnable",
+                                                         "messageIndexSafe", "duplicationEnable")}
+        | {"mappedFileSizeConsumeQueue": settings.consume_queue_file_size},
+        "shutdown": r.shutdown,
+        "shutdown_reason": r.shutdown_reason or ("the abort file is present: the broker did not shut down cleanly"
+                                                 if r.shutdown == "abnormal" else "no abort file: a clean shutdown"),
+        "checkpoint": {k: v for k, v in r.checkpoint.items()},
+        "max_cq": r.max_cq,
+        "start_file": w.start_file if w else None,
+        "start_reason": w.start_reason if w else None,
+        "walk": w.segments_walked if w else [],
+        "process_offset": w.process_offset if w else None,
+        "stop": {"file": f"commitlog/{w.stop_file}" if w and w.stop_file else None,
+                 "file_position": w.stop_position if w else None, "reason": w.stop_reason if w else None},
+        "commitlog_files_deleted": r.commitlog_files_deleted,
+        "commitlog_bytes_cut": max(0, data_end - w.process_offset) if w else 0,
+        "consumequeues": queues,
+        "index_files_deleted": r.index_files_deleted,
+        "dispatch": {"from": r.dispatch_from, "to": r.dispatch_to},
+        "lost": _lost(r),
+        "consumer_offsets_past_end": _offsets_past_end(layout, r),
+    }
+    return doc, r
+
+
+def _lost(r: RecoveryReport) -> dict:
+    t = r.lost
+    if t is None or not t.num_rows:
+        return {"messages": 0, "first_physical_offset": None, "last_physical_offset": None,
+                "first_store_time": None, "last_store_time": None, "topics": {}, "queues": []}
+    phy = t["physical_offset"].to_numpy()
+    ts = pc.cast(t["store_timestamp"], "int64").to_numpy() // 1000
+    per_queue: dict[tuple, list] = {}
+    for topic, qid, qo in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist(), t["queue_offset"].to_pylist()):
+        per_queue.setdefault((topic, qid), []).append(qo)
+    return {"messages": t.num_rows, "first_physical_offset": int(phy.min()), "last_physical_offset": int(phy.max()),
+            "first_store_time": _iso(ts.min()), "last_store_time": _iso(ts.max()),
+            "topics": dict(sorted(Counter(t["topic"].to_pylist()).items())),
+            "queues": [{"topic": k[0], "queue_id": k[1], "messages": len(v), "first_queue_offset": int(np.min(v)),
+                        "last_queue_offset": int(np.max(v))} for k, v in sorted(per_queue.items())]}
+
+
+def _offsets_past_end(layout, r: RecoveryReport) -> list[dict]:
+    if layout.files.root is None:
+        return []
+    ends = {(q.topic, q.queue_id): q.final_max_offset for q in r.queues}
+    out = []
+    for topic, group, queue_id, offset in read_consumer_offsets(layout.files).rows:
+        end = ends.get((topic, queue_id))
+        if end is not None and offset > end:
+            out.append({"consumer_group": group, "topic": topic, "queue_id": queue_id, "committed_offset": offset,
+                        "max_offset_after_recovery": end})
+    return out

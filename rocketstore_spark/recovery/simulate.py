@@ -1,0 +1,375 @@
+"""What RocketMQ would do to a store on its next start, simulated without writing anything (driver or CLI;
+reads the store read-only).
+
+The model is docs/format/recovery.md, checked against RocketMQ's real recovery of the golden stores:
+
+1. every ConsumeQueue recovers from its last three files: it ends at the first invalid entry; ``maxCQ`` is
+   the largest end (offset + size of a last valid entry) over all queues;
+2. the CommitLog is walked from a start segment that depends on the shutdown (``abort`` present or not) and
+   the release family; each record is checked as ``checkMessageAndReturnSize`` does (with the body CRC when
+   ``checkCRCOnRecover``); a BLANK leads to the next segment; anything else ends the log there
+   (``process_offset``);
+3. the cut: segments after ``process_offset`` deleted, ConsumeQueues cut at the first entry at or beyond it
+   (when ``maxCQ`` reaches it), and after a crash IndexFiles newer than the checkpoint deleted;
+4. dispatch: after a crash (and, per family, on a normal start) records are dispatched again from the
+   start segment (4.9.x normal: from ``maxCQ`` at start()), so lagging queues grow back —
+   ``rebuild.consumequeue.place``, the same placement the rebuild and verify use.
+
+What is lost: every valid, CRC-correct record at or after ``process_offset``, and consumer offsets that
+then point past their queue's end.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from rocketstore_spark import dispatch
+from rocketstore_spark.codec import consumequeue
+from rocketstore_spark.codec.commitlog import MAGIC_V1, MAGIC_V2, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH, \
+    POS_SYS_FLAG, Stop, SysFlag
+from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.rebuild import consumequeue as cq
+from rocketstore_spark.rebuild.settings import RebuildSettings
+from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.files import read_checkpoint
+from rocketstore_spark.store.indexes import read_index_file
+from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.verify.segments import SegmentSummary, scan_segment
+from rocketstore_spark.verify.store import split_queues
+
+FAMILIES = ("4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x")
+RECOVER_MAX_SEGMENTS = 10          # 5.5.x commitLogRecoverMaxNum
+
+
+def family(release: dispatch.Release) -> str:
+    """The recovery family of a release (docs/format/recovery.md "Version differences"); 5.4.x, whose source
+    was not read, is taken as 5.5.x."""
+    v = release.version
+    if v < (5, 0, 0):
+        return "4.9.x"
+    if v <= (5, 3, 1):
+        return "5.0-5.3.1"
+    if v < (5, 4, 0):
+        return "5.3.2-5.3.x"
+    return "5.5.x"
+
+
+@dataclass
+class QueueRecovery:
+    topic: str
+    queue_id: int
+    files: list[tuple[str, int]]            # (path, queue byte offset) in order
+    max_offset: int = 0                     # after step 1
+    max_physical: int = -1                  # offset + size of the last valid entry (-1: none)
+    cut_max_offset: int | None = None       # after step 3 (None: not cut)
+    files_deleted: list[str] = field(default_factory=list)
+    final_max_offset: int = 0               # after dispatch: RocketMQ's getMaxOffsetInQueue
+    redispatched: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.queue_id
+
+    def state(self) -> cq.QueueState:
+        """The dispatch state the queue's files leave (a queue whose files are all gone starts anew)."""
+        if len(self.files) <= len(self.files_deleted):
+            return cq.QueueState()
+        end = self.cut_max_offset if self.cut_max_offset is not None else self.max_offset
+        return cq.QueueState(end=end, max_physical=self.max_physical)
+
+
+def _entries(path: str) -> np.ndarray:
+    with open(path, "rb") as f:
+        return consumequeue.decode_entries(f.read()).copy()
+
+
+def recover_queue(topic: str, queue_id: int, queue_dir) -> QueueRecovery:
+    """Step 1 for one queue (ConsumeQueue.recover): from the third-last file, a file valid to its end leads
+    to the next; the queue ends at the first invalid entry."""
+    q = QueueRecovery(topic, queue_id, [(p, o) for p, o in StoreMap.queue_files(queue_dir)])
+    for path, cq_offset in q.files[max(0, len(q.files) - 3):]:
+        raw = _entries(path)
+        n = consumequeue.written_count(raw)
+        q.max_offset = (cq_offset + n * ENTRY_SIZE) // ENTRY_SIZE
+        if n:
+            q.max_physical = int(raw["commit_log_offset"][n - 1]) + int(raw["size"][n - 1])
+        if n < len(raw) or not len(raw):
+            break
+    return q
+
+
+def truncate_queue(q: QueueRecovery, process_offset: int, file_size: int) -> None:
+    """Step 3 for one queue (ConsumeQueue.truncateDirtyLogicFiles): from the last file back, a file whose
+    first entry points at or beyond ``process_offset`` is deleted; in the first one that does not, the queue
+    ends at the first entry that does (or the first invalid one)."""
+    files = list(q.files)
+    while files:
+        path, cq_offset = files[-1]
+        raw = _entries(path)
+        if len(raw) and int(raw["commit_log_offset"][0]) >= process_offset:
+            q.files_deleted.append(path)
+            files.pop()
+            continue
+        # the first entry is kept without a validity test (it points below process_offset); later ones end
+        # the queue when invalid or at/after process_offset
+        stop = ~consumequeue.valid_mask(raw) | (raw["commit_log_offset"] >= process_offset)
+        stop[:1] = False
+        end = int(np.flatnonzero(stop)[0]) if stop.any() else len(raw)
+        q.cut_max_offset = (cq_offset + end * ENTRY_SIZE) // ENTRY_SIZE
+        q.max_physical = int(raw["commit_log_offset"][end - 1]) + int(raw["size"][end - 1]) if end else -1
+        return
+    q.cut_max_offset = 0
+    q.max_physical = -1
+
+
+@dataclass
+class SegmentCheck:
+    """A segment as recovery sees it: its first record's header and the walk through it."""
+    file: str
+    base_offset: int
+    size: int
+    first_magic_ok: bool = False            # the first record has a message magic and a non-zero store time
+    first_valid: bool = False               # ... and is a whole valid record (CRC included when checked)
+    first_store_timestamp: int = 0
+    first_physical_offset: int | None = None
+    scan: SegmentSummary | None = None
+
+
+def _first_record(path: str, check: SegmentCheck) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = os.pread(fd, POS_STORE_TIMESTAMP_BH + 20 + 8, 0)
+    finally:
+        os.close(fd)
+    if len(head) < POS_STORE_TIMESTAMP_BH + 16:
+        return
+    be = lambda at, n: int.from_bytes(head[at:at + n], "big", signed=True)       # noqa: E731
+    bh = 20 if be(POS_SYS_FLAG, 4) & SysFlag.BORNHOST_V6 else 8
+    check.first_store_timestamp = be(POS_STORE_TIMESTAMP_BH + bh, 8) if len(head) >= POS_STORE_TIMESTAMP_BH + bh + 8 \
+        else 0
+    check.first_physical_offset = be(POS_PHYSICAL_OFFSET, 8)
+    check.first_magic_ok = be(4, 4) in (MAGIC_V1, MAGIC_V2) and check.first_store_timestamp != 0
+
+
+@dataclass
+class Walk:
+    start_file: str | None
+    start_reason: str
+    process_offset: int
+    stop_file: str | None
+    stop_position: int | None
+    stop_reason: str
+    segments_walked: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    """One store's simulated restart (``run``), for a release family and broker settings."""
+
+    def __init__(self, layout: StoreLayout, settings: RebuildSettings, release_family: str | None = None):
+        self.layout, self.settings = layout, settings
+        self.family = release_family or family(settings.release)
+        if self.family not in FAMILIES:
+            raise ValueError(f"release family {self.family!r}: expected one of {', '.join(FAMILIES)}")
+        self.check_crc = bool(settings.values.get("checkCRCOnRecover", True))
+        self.index_safe = bool(settings.values.get("messageIndexSafe", False))
+        self.index_enable = settings.geometry is not None
+        self.state = read_checkpoint(layout.files) if layout.files.root is not None else None
+        self.checkpoint = (self.state.checkpoint if self.state else None) or {
+            k: 0 for k in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
+                           "master_flushed_offset", "confirm_phy_offset", "logics_physical_offset", "min_timestamp",
+                           "min_timestamp_index")}
+        self.abnormal = bool(self.state and self.state.abort_present)
+        self._checks: dict[int, SegmentCheck] = {}
+
+    # ----------------------------------------------------------------------------------- segments
+
+    def segment(self, k: int) -> SegmentCheck:
+        """Segment ``k`` as recovery sees it (scanned once, lazily: only the window is read)."""
+        if k not in self._checks:
+            seg = self.layout.segments[k]
+            c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
+            _first_record(seg.path, c)
+            c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc,
+                                  followed=self.layout.followed(k))
+            c.first_valid = (c.scan.records > 0 and c.scan.first_position == 0
+                             and c.scan.first_crc_failure != seg.base_offset)
+            self._checks[k] = c
+        return self._checks[k]
+
+    def start_segment(self, max_cq: int) -> tuple[int, str]:
+        """(index of the segment the walk starts at, why)."""
+        n = len(self.layout.segments)
+        cp = self.checkpoint
+        if not self.abnormal:
+            if self.family in ("4.9.x", "5.0-5.3.1"):
+                return max(0, n - 3), "normal start: the third-last segment (or the first)"
+            if self.family == "5.3.2-5.3.x":
+                ok = [k for k in range(n) if self.layout.segments[k].base_offset <= max_cq]
+                return (ok[-1] if ok else 0), f"normal start: the last segment whose base offset <= maxCQ {max_cq}"
+            return self._search(lambda c: c.first_valid and c.first_physical_offset is not None
+                                and c.first_physical_offset <= max_cq
+                                and (not self.index_safe or c.first_store_timestamp <= cp["index_msg_timestamp"]),
+                                f"normal start: the newest segment whose first record is valid with PHYSICALOFFSET "
+                                f"<= maxCQ {max_cq}")
+        if self.family == "5.5.x":
+            if cp["logics_physical_offset"] > 0:
+                bound = cp["logics_physical_offset"]
+                return self._search(lambda c: c.first_valid and c.first_physical_offset is not None
+                                    and c.first_physical_offset <= bound,
+                                    f"crash: the newest segment whose first record is valid with PHYSICALOFFSET <= "
+                                    f"the checkpoint's logicsPhysicalOffset {bound}")
+            bound = cp["logics_msg_timestamp"]
+            return self._search(lambda c: c.first_valid and c.first_store_timestamp <= bound,
+                                f"crash: the newest segment whose first record is valid and stored at or before "
+                                f"the checkpoint's logicsMsgTimestamp {bound}")
+        bound = cp["min_timestamp_index"] if self.index_enable and self.index_safe else cp["min_timestamp"]
+        for k in range(n - 1, -1, -1):
+            c = self.segment_head(k)
+            if c.first_magic_ok and c.first_store_timestamp <= bound:
+                return k, (f"crash: the newest segment whose first record has a message magic and a store time "
+                           f"<= the checkpoint's minimum {bound} (min(physic, logics) - 3 s)")
+        return 0, "crash: no segment's first record is old enough: the first segment"
+
+    def segment_head(self, k: int) -> SegmentCheck:
+        """Only the first record's header of segment ``k`` (no scan)."""
+        if k in self._checks:
+            return self._checks[k]
+        seg = self.layout.segments[k]
+        c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
+        _first_record(seg.path, c)
+        return c
+
+    def _search(self, ok, why: str) -> tuple[int, str]:
+        n = len(self.layout.segments)
+        oldest = max(0, n - RECOVER_MAX_SEGMENTS)
+        for k in range(n - 1, oldest - 1, -1):
+            if ok(self.segment(k)):
+                return k, why
+        return oldest, why + f": none within {RECOVER_MAX_SEGMENTS} segments, the oldest examined"
+
+    def walk(self, start: int, why: str) -> Walk:
+        """Step 2 from segment ``start``."""
+        segs = self.layout.segments
+        w = Walk(os.path.basename(segs[start].path), why, segs[start].base_offset, None, None, "")
+        for k in range(start, len(segs)):
+            c = self.segment(k)
+            w.segments_walked.append(c.file)
+            s = c.scan
+            crc_at = None if s.first_crc_failure is None or not self.check_crc else s.first_crc_failure - c.base_offset
+            stop = s.stop_position if s.stop_position is not None else s.valid_end
+            if crc_at is not None and crc_at < stop:
+                w.process_offset, w.stop_file, w.stop_position = c.base_offset + crc_at, c.file, crc_at
+                w.stop_reason = "BODYCRC mismatch (checkCRCOnRecover)"
+                return w
+            if s.stop == Stop.BLANK and k + 1 < len(segs):
+                continue
+            w.process_offset, w.stop_file, w.stop_position = c.base_offset + stop, c.file, stop
+            w.stop_reason = {Stop.BLANK: "BLANK record in the last segment: the end of the log",
+                             Stop.ZERO: "zero fill: the end of the log"}.get(s.stop, s.stop_reason)
+            return w
+        return w
+
+    # ---------------------------------------------------------------------------------------- run
+
+    def run(self) -> "RecoveryReport":
+        files, segs = self.layout.files, self.layout.segments
+        queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] if files.root is not None else []
+        max_cq = max((q.max_physical for q in queues), default=-1)
+        report = RecoveryReport(self.family, "abnormal" if self.abnormal else "normal", self.checkpoint,
+                                max_cq, queues)
+        if not segs:
+            report.shutdown_reason = "no CommitLog segment: every ConsumeQueue would be destroyed"
+            return report
+        start, why = self.start_segment(max_cq)
+        w = self.walk(start, why)
+        report.walk = w
+        po = w.process_offset
+        report.commitlog_files_deleted = [os.path.relpath(s.path, str(files.root or files.commitlog_dir.parent))
+                                          for s in segs if s.base_offset > po]
+        if self.abnormal and self.index_enable and files.index_dir is not None:
+            for p in files.index_files():
+                view = read_index_file(str(p), self.settings.geometry.hash_slot_num)
+                if view.header["end_timestamp"] > self.checkpoint["index_msg_timestamp"]:
+                    report.index_files_deleted.append(f"index/{p.name}")
+        log_min = segs[0].base_offset
+        file_size = self.settings.consume_queue_file_size
+        if self.abnormal or self.family in ("5.3.2-5.3.x", "5.5.x"):
+            # the walk dispatches as it goes (a crash: from the start segment; 5.3.2+ normal: beyond maxCQ),
+            # then the queues are cut at process_offset: a queue that took entries holds only offsets below it
+            lo = segs[start].base_offset if self.abnormal else max(max_cq, log_min, segs[start].base_offset)
+            states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues})
+            if max_cq >= po:
+                for q in queues:
+                    if not q.redispatched:
+                        truncate_queue(q, po, file_size)
+                        states[q.key] = q.state()
+        else:
+            # 4.9.x and 5.0-5.3.1 normal: cut first; dispatch (4.9.x only) at start() from the largest queue end
+            if max_cq >= po:
+                for q in queues:
+                    truncate_queue(q, po, file_size)
+            after_cut = max((q.max_physical for q in queues), default=-1)
+            lo = max(after_cut, log_min) if self.family == "4.9.x" else po
+            states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues})
+        for q in report.queues:
+            q.final_max_offset = states[q.key].max_offset
+        report.dispatch_from, report.dispatch_to = lo, po
+        return report
+
+    def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
+        """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
+        collect the valid, CRC-correct records at or after po (``report.lost``)."""
+        columns = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
+                   "tags_code", "store_timestamp", "body_crc_ok")
+        decoder = RecordDecoder(columns, message_delay_level=self.settings.message_delay_level, batch_rows=1 << 16)
+        by_queue = {q.key: q for q in report.queues}
+        lost = []
+        first = min(lo, po)
+        for k, seg in enumerate(self.layout.segments):
+            if seg.base_offset + seg.size <= first:
+                continue
+            start = max(0, first - seg.base_offset)
+            for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start,
+                                         followed=self.layout.followed(k)):
+                t = pa.Table.from_batches([decoded.batch])
+                phy = t["physical_offset"].to_numpy()
+                gone = t.filter(pa.array(phy >= po))
+                if gone.num_rows:
+                    lost.append(gone.filter(gone["body_crc_ok"]).select(["physical_offset", "topic", "queue_id",
+                                                                         "queue_offset", "store_timestamp"]))
+                again = t.filter(pa.array((phy >= lo) & (phy < po)))
+                for topic, queue_id, cols in split_queues(again):
+                    key = (topic, queue_id)
+                    if key not in states:
+                        states[key] = cq.QueueState()
+                        by_queue[key] = QueueRecovery(topic, queue_id, [])
+                        report.queues.append(by_queue[key])
+                    slots = cq.place(states[key], cols["queue_offset"], cols["physical_offset"], cols["size"],
+                                     self.settings.consume_queue_file_size)
+                    by_queue[key].redispatched += int((slots >= 0).sum())
+        report.lost = pa.concat_tables(lost) if lost else None
+        return states
+
+
+@dataclass
+class RecoveryReport:
+    release_family: str
+    shutdown: str                            # "normal" or "abnormal"
+    checkpoint: dict
+    max_cq: int
+    queues: list[QueueRecovery]
+    walk: Walk | None = None
+    shutdown_reason: str = ""
+    commitlog_files_deleted: list[str] = field(default_factory=list)
+    index_files_deleted: list[str] = field(default_factory=list)
+    dispatch_from: int | None = None
+    dispatch_to: int | None = None
+    lost: pa.Table | None = None             # valid, CRC-correct records at or after process_offset
+
+
+__all__ = ["FAMILIES", "RecoveryReport", "Simulation", "family", "recover_queue", "truncate_queue"]

@@ -1,0 +1,62 @@
+"""The recovery report as plain text (driver): what a restart would do, and what it would lose."""
+from __future__ import annotations
+
+from rocketstore_spark.report.text import render_table
+
+MAX_QUEUES = 40
+
+
+def render_recovery(doc: dict) -> str:
+    """A ``recovery.report`` document as text."""
+    cp = doc["checkpoint"]
+    stop = doc["stop"]
+    lost = doc["lost"]
+    out = [f"Recovery report for {doc['store']}",
+           f"  mirrors RocketMQ {doc['rocketmq_version']} (release {doc['release']['detected_or_given']}: "
+           f"{doc['release']['source']})",
+           f"  start: {doc['shutdown']} — {doc['shutdown_reason']}",
+           f"  checkpoint: physicMsgTimestamp {cp['physic_msg_timestamp']}, logicsMsgTimestamp "
+           f"{cp['logics_msg_timestamp']}, indexMsgTimestamp {cp['index_msg_timestamp']}, min timestamp "
+           f"{cp['min_timestamp']} (3 s margin), logicsPhysicalOffset {cp['logics_physical_offset']}",
+           f"  ConsumeQueues reach physical offset {doc['max_cq']:,} (maxCQ)",
+           f"  the CommitLog walk starts at {doc['start_file']}: {doc['start_reason']}",
+           f"  it stops at {stop['file']} byte {stop['file_position']:,}: {stop['reason']}",
+           f"  the CommitLog would end at physical offset {doc['process_offset']:,}"]
+    cut = doc["commitlog_bytes_cut"]
+    out.append(f"  cut: {cut:,} bytes of CommitLog data after it; segments deleted: "
+               f"{', '.join(doc['commitlog_files_deleted']) or 'none'}")
+    out.append(f"  IndexFiles deleted: {', '.join(doc['index_files_deleted']) or 'none'}")
+    d = doc["dispatch"]
+    if d["from"] is not None and d["from"] < d["to"]:
+        out.append(f"  dispatched again: physical offsets {d['from']:,} .. {d['to']:,}")
+    changed = [q for q in doc["consumequeues"]
+               if q["entries_cut"] or q["files_deleted"] or q["max_offset"] != q["max_offset_on_disk"]]
+    if changed:
+        out += ["", "ConsumeQueues the restart changes", render_table(
+            ["topic", "queue", "max offset on disk", "after recovery", "entries cut", "files deleted",
+             "entries dispatched"],
+            [(q["topic"], q["queue_id"], q["max_offset_on_disk"], q["max_offset"], q["entries_cut"],
+              len(q["files_deleted"]), q["entries_dispatched"]) for q in changed[:MAX_QUEUES]],
+            numeric={"queue", "max offset on disk", "after recovery", "entries cut", "files deleted",
+                     "entries dispatched"})]
+        if len(changed) > MAX_QUEUES:
+            out.append(f"  ... and {len(changed) - MAX_QUEUES} more queue(s) (all of them in --json)")
+    out.append("")
+    if lost["messages"]:
+        out.append(f"LOST: {lost['messages']:,} valid, CRC-correct message(s) at physical offsets "
+                   f"{lost['first_physical_offset']:,} .. {lost['last_physical_offset']:,}, stored "
+                   f"{lost['first_store_time']} .. {lost['last_store_time']}")
+        out.append(render_table(["topic", "queue", "messages", "queue offsets"],
+                                [(q["topic"], q["queue_id"], q["messages"],
+                                  f"{q['first_queue_offset']} .. {q['last_queue_offset']}")
+                                 for q in lost["queues"][:MAX_QUEUES]], numeric={"queue", "messages"}))
+        out.append("  export them before restarting the broker (jobs/recovery_report.py --lost-output DIR)")
+    else:
+        out.append("Nothing valid would be lost.")
+    past = doc["consumer_offsets_past_end"]
+    if past:
+        out += ["", "Consumer offsets beyond their queue's end after recovery", render_table(
+            ["group", "topic", "queue", "committed", "queue end"],
+            [(p["consumer_group"], p["topic"], p["queue_id"], p["committed_offset"], p["max_offset_after_recovery"])
+             for p in past[:MAX_QUEUES]], numeric={"queue", "committed", "queue end"})]
+    return "\n".join(out)
