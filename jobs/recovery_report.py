@@ -35,13 +35,11 @@ def parse_args(argv):
 
 def report(argv) -> tuple[dict, int]:
     """(the document, the exit status) — no Spark needed."""
-    from rocketstore_spark.recovery.report import recovery_report
+    from rocketstore_spark.recovery.report import harmful, recovery_report
     args = parse_args(argv)
     doc, _ = recovery_report(args.store, options={"rocketmqVersion": args.rocketmq_version},
                              broker_conf=args.broker_conf, release_family=args.release_family)
-    harm = doc["lost"]["messages"] or doc["commitlog_bytes_cut"] or doc["commitlog_files_deleted"] or \
-        any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"])
-    return doc, 3 if harm else 0
+    return doc, 3 if harmful(doc) else 0
 
 
 def main(spark, argv) -> int:

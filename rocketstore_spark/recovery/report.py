@@ -97,6 +97,13 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
     return doc, r
 
 
+def harmful(doc: dict) -> bool:
+    """Whether the restart the report describes loses or cuts anything (messages, CommitLog bytes or files,
+    ConsumeQueue entries or files)."""
+    return bool(doc["lost"]["messages"] or doc["commitlog_bytes_cut"] or doc["commitlog_files_deleted"]
+                or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]))
+
+
 def _lost(r: RecoveryReport) -> dict:
     t = r.lost
     if t is None or not t.num_rows:

@@ -89,29 +89,40 @@ def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, 
                     [f[0] for f in files]), files
 
 
-def rocketmq_bounds(files: list[tuple[str, int, int]], raws: list[np.ndarray], log_min: int,
+def rocketmq_bounds(files: list, read: Callable[[int], np.ndarray], log_min: int,
                     expired_min_is_max: bool = True) -> tuple[int, int]:
     """(min offset, max offset) of a queue as RocketMQ computes them when it loads it: ``recover`` walks from
     the third-last file and ends the queue at the first invalid entry (a full valid file moves on to the
     next); ``correctMinOffset`` takes the first entry pointing at or above the CommitLog's minimum, looking
     from the first file on. When every entry points below it (all expired), 5.x puts the min at the max
-    (golden 5.5.1 ``consumer-offsets``), 4.9.x leaves it at 0 (``expired_min_is_max=False``)."""
+    (golden 5.5.1 ``consumer-offsets``), 4.9.x leaves it at 0 (``expired_min_is_max=False``). ``files``: the
+    queue's files in order, each with its queue byte offset second; ``read(k)``: the entries of file k (only
+    the files needed are read)."""
     if not files:
         return 0, 0
     max_offset = 0
     for k in range(max(0, len(files) - 3), len(files)):
-        _, cq_offset, _ = files[k]
-        n = consumequeue.written_count(raws[k])
-        max_offset = (cq_offset + n * ENTRY_SIZE) // ENTRY_SIZE
-        if n < len(raws[k]) or not len(raws[k]):
+        raw = read(k)
+        n = consumequeue.written_count(raw)
+        max_offset = (files[k][1] + n * ENTRY_SIZE) // ENTRY_SIZE
+        if n < len(raw) or not len(raw):
             break
-    min_offset = max_offset if expired_min_is_max else 0
-    for (_, cq_offset, _), raw in zip(files, raws):
+    for k, f in enumerate(files):
+        raw = read(k)
         hit = np.flatnonzero(raw["commit_log_offset"][:consumequeue.written_count(raw)] >= log_min)
         if len(hit):
-            min_offset = cq_offset // ENTRY_SIZE + int(hit[0])
-            break
-    return min_offset, max_offset
+            return f[1] // ENTRY_SIZE + int(hit[0]), max_offset
+    return (max_offset if expired_min_is_max else 0), max_offset
+
+
+def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) -> tuple[int, int]:
+    """``rocketmq_bounds`` of the queue in ``queue_dir``, reading only the files it needs."""
+    files = [(p, o) for p, o in StoreMap.queue_files(queue_dir)]
+
+    def read(k: int) -> np.ndarray:
+        with open(files[k][0], "rb") as f:
+            return consumequeue.decode_entries(f.read())
+    return rocketmq_bounds(files, read, log_min, expired_min_is_max)
 
 
 def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, records: dict[str, np.ndarray],
@@ -141,7 +152,8 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     v.files = len(files)
     out += _file_findings(topic, queue_id, files, file_size)
     raws = [entries.raw[entries.file == k] for k in range(len(files))]
-    v.min_offset, v.max_offset = rocketmq_bounds(files, raws, log.min_offset, release_5x)
+    v.min_offset, v.max_offset = rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
+                                                 release_5x)
 
     valid = consumequeue.valid_mask(entries.raw)
     last = int(np.flatnonzero(valid)[-1]) if valid.any() else -1

@@ -1,0 +1,304 @@
+"""``rocketstore inspect | verify | offsets | recover report | rebuild``: thin commands over the library
+(verify.store, verify.offsets, recovery.report, rebuild.output), in-process, read-only."""
+from __future__ import annotations
+
+import csv
+import os
+import sys
+
+import click
+
+from rocketstore_spark.cli.output import SEVERITY_STYLE, emit_json, line, table
+from rocketstore_spark.store.discovery import discover
+
+PROBLEMS = 3
+
+
+def _ms(ts) -> str | None:
+    import datetime as dt
+    return None if ts is None else dt.datetime.fromtimestamp(ts / 1000, dt.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _settings_options(rocketmq_version):
+    return {"rocketmqVersion": rocketmq_version}
+
+
+broker_conf_option = click.option("--broker-conf", type=click.Path(exists=True, dir_okay=False),
+                                  help="the broker's properties file (broker.conf)")
+version_option = click.option("--rocketmq-version", help="the broker's release, e.g. 4.9.8 or 5.5.1 (default: "
+                                                         "detected from the store)")
+json_option = click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
+
+
+# ------------------------------------------------------------------------------------------- inspect
+
+@click.command("inspect")
+@click.argument("stores", nargs=-1, required=True)
+@json_option
+def inspect_cmd(stores, as_json):
+    """What is in a store: segments, topics and queues, IndexFiles, checkpoint and shutdown state, release.
+
+    \b
+    Example:
+      rocketstore inspect tests/golden/rocketmq-5.5.1/clean/store
+    """
+    from rocketstore_spark.rebuild.settings import resolve
+    from rocketstore_spark.store.files import read_checkpoint
+    from rocketstore_spark.store.indexes import read_index_file
+    from rocketstore_spark.verify.queues import queue_bounds
+    from rocketstore_spark.verify.segments import scan_segment
+    docs = []
+    for path in stores:
+        for layout in discover(path):
+            settings = resolve(layout)
+            five = settings.release.version >= (5, 0, 0)
+            segs = []
+            for k, seg in enumerate(layout.segments):
+                s = scan_segment(seg.path, seg.base_offset, check_crc=False, followed=layout.followed(k))
+                segs.append({"file": os.path.basename(seg.path), "base_offset": seg.base_offset, "size": seg.size,
+                             "records": s.records, "first_store_time": _ms(s.first_store_timestamp),
+                             "last_store_time": _ms(s.last_store_timestamp), "valid_end": s.valid_end,
+                             "stop": s.stop_reason, "findings": len(s.findings)})
+            log_min = layout.segments[0].base_offset if layout.segments else 0
+            queues = []
+            for topic, queue_id, d in layout.files.queue_dirs():
+                lo, hi = queue_bounds(str(d), log_min, five)
+                queues.append({"topic": topic, "queue_id": queue_id, "min_offset": lo, "max_offset": hi,
+                               "messages": hi - lo, "files": len(layout.files.queue_files(d))})
+            index = []
+            for p in layout.files.index_files():
+                v = read_index_file(str(p), settings.geometry.hash_slot_num if settings.geometry else None)
+                index.append({"file": p.name, "entries": v.entry_count, "begin_time": _ms(v.header["begin_timestamp"]),
+                              "end_time": _ms(v.header["end_timestamp"]), "begin_phy_offset": v.header["begin_phy_offset"],
+                              "end_phy_offset": v.header["end_phy_offset"], "problem": v.problem})
+            state = read_checkpoint(layout.files) if layout.files.root is not None else None
+            docs.append({
+                "store": layout.name, "rocketmq_version": str(settings.release),
+                "release_source": settings.sources.get("rocketmqVersion"),
+                "abort_present": bool(state and state.abort_present), "lock_present": bool(state and state.lock_present),
+                "checkpoint": state.checkpoint if state else None, "segments": segs, "queues": queues,
+                "index_files": index, "layout_findings": [f.render() for f in layout.findings]})
+    if as_json:
+        emit_json({"stores": docs})
+        return
+    for d in docs:
+        _print_inspect(d)
+
+
+def _print_inspect(d: dict) -> None:
+    records = sum(s["records"] for s in d["segments"])
+    line(f"Store {d['store']}", "bold")
+    line(f"  RocketMQ {d['rocketmq_version']} ({d['release_source']})")
+    state = "abort file present: the broker is running or crashed" if d["abort_present"] else "clean shutdown"
+    line(f"  {len(d['segments'])} segment(s), {records:,} records; {state}")
+    if d["checkpoint"]:
+        cp = d["checkpoint"]
+        line(f"  checkpoint: physicMsgTimestamp {_ms(cp['physic_msg_timestamp'])}, logicsMsgTimestamp "
+             f"{_ms(cp['logics_msg_timestamp'])}, indexMsgTimestamp {_ms(cp['index_msg_timestamp'])}")
+    for f in d["layout_findings"]:
+        line(f"  {f}", "yellow")
+    table("CommitLog segments", ["segment", "records", "first store time", "last store time", "valid end", "stops at",
+                                 "findings"],
+          [(s["file"], s["records"], s["first_store_time"], s["last_store_time"], s["valid_end"], s["stop"],
+            s["findings"]) for s in d["segments"]], numeric={"records", "valid end", "findings"})
+    topics: dict[str, list] = {}
+    for q in d["queues"]:
+        topics.setdefault(q["topic"], []).append(q)
+    table("Topics (ConsumeQueues)", ["topic", "queues", "messages", "min..max offsets per queue"],
+          [(t, len(qs), sum(q["messages"] for q in qs),
+            ", ".join(f"{q['queue_id']}:{q['min_offset']}..{q['max_offset']}" for q in qs[:8])
+            + (" ..." if len(qs) > 8 else "")) for t, qs in sorted(topics.items())], numeric={"queues", "messages"})
+    if d["index_files"]:
+        table("IndexFiles", ["file", "entries", "begin time", "end time", "physical offsets", "problem"],
+              [(i["file"], i["entries"], i["begin_time"], i["end_time"],
+                f"{i['begin_phy_offset']}..{i['end_phy_offset']}", i["problem"]) for i in d["index_files"]],
+              numeric={"entries"})
+    line()
+
+
+# -------------------------------------------------------------------------------------------- verify
+
+@click.command("verify")
+@click.argument("stores", nargs=-1, required=True)
+@broker_conf_option
+@version_option
+@click.option("--no-crc", is_flag=True, help="skip the BODYCRC check")
+@click.option("--limit", default=40, show_default=True, help="findings printed per store (--json has all)")
+@json_option
+def verify_cmd(stores, broker_conf, rocketmq_version, no_crc, limit, as_json):
+    """Every check of docs/checks.md: BODYCRC past the first failure, CommitLog <-> ConsumeQueue <-> IndexFile,
+    checkpoint, consumer offsets. Exit 3 when anything above info level is found.
+
+    \b
+    Example:
+      rocketstore verify tests/golden/rocketmq-4.9.8/corrupt-body/store
+    """
+    from rocketstore_spark.checks import Severity
+    from rocketstore_spark.verify.store import verify_store
+    docs, problems = [], False
+    for path in stores:
+        for layout in discover(path):
+            v = verify_store(layout.name, options=_settings_options(rocketmq_version), broker_conf=broker_conf,
+                             check_crc=not no_crc)
+            problems |= any(f.severity != Severity.INFO for f in v.findings)
+            docs.append(v)
+    if as_json:
+        emit_json({"stores": [{"store": v.store, "rocketmq_version": str(v.settings.release),
+                               "findings": [f.as_row() for f in v.findings]} for v in docs]})
+    else:
+        order = {"error": 0, "warning": 1, "info": 2}
+        for v in docs:
+            counts: dict = {}
+            for f in v.findings:
+                counts[(f.check, str(f.severity))] = counts.get((f.check, str(f.severity)), 0) + 1
+            worst = min((str(f.severity) for f in v.findings), key=order.get, default="clean")
+            line(f"Store {v.store}: {worst}", "bold")
+            line(f"  RocketMQ {v.settings.release}; {len(v.queues)} queue(s), {len(v.index)} IndexFile(s); CommitLog "
+                 f"{v.log.min_offset:,} .. {v.log.end:,}")
+            if counts:
+                table(None, ["check", "severity", "findings"],
+                      [(c, s, n) for (c, s), n in sorted(counts.items(), key=lambda kv: (order[kv[0][1]], kv[0][0]))],
+                      numeric={"findings"}, styles=[SEVERITY_STYLE[s] for (c, s), n in
+                                                    sorted(counts.items(), key=lambda kv: (order[kv[0][1]], kv[0][0]))])
+                shown = sorted(v.findings, key=lambda f: order[str(f.severity)])[:limit]
+                table(None, ["severity", "check", "file", "byte", "physical offset", "queue", "message"],
+                      [(str(f.severity), f.check, f.file, f.file_position, f.physical_offset,
+                        f"{f.topic}/{f.queue_id}@{f.queue_offset}" if f.topic else None, f.message) for f in shown],
+                      numeric={"byte", "physical offset"}, styles=[SEVERITY_STYLE[str(f.severity)] for f in shown])
+                if len(v.findings) > limit:
+                    line(f"  ... {len(v.findings) - limit} more (--limit, or --json)")
+            line()
+    sys.exit(PROBLEMS if problems else 0)
+
+
+# ------------------------------------------------------------------------------------------- offsets
+
+@click.command("offsets")
+@click.argument("stores", nargs=-1, required=True)
+@click.option("--reset-plan", "how", type=click.Choice(["as-broker", "to-earliest", "to-latest", "to-datetime",
+                                                         "shift-by"]), default="as-broker", show_default=True,
+              help="how the plan moves offsets (as-broker: only those out of range, where the broker would)")
+@click.option("--reset-value", help="to-datetime: ISO 8601 time (UTC if no zone); shift-by: N")
+@click.option("--group", help="only this consumer group")
+@click.option("--reset-file", type=click.Path(dir_okay=False), help="write the plan as CSV (never applied)")
+@version_option
+@json_option
+def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, as_json):
+    """Consumer lag per group, topic and queue (messages and time) and a reset plan — never applied.
+
+    \b
+    Example:
+      rocketstore offsets tests/golden/rocketmq-5.5.1/consumer-offsets/store --reset-plan to-earliest
+    """
+    from rocketstore_spark.rebuild.settings import resolve
+    from rocketstore_spark.verify.offsets import check_offsets, reset_plan
+    from rocketstore_spark.verify.queues import queue_bounds
+    if how in ("to-datetime", "shift-by") and not reset_value:
+        raise click.UsageError(f"--reset-plan {how} needs --reset-value")
+    lags, plan, findings = [], [], []
+    for path in stores:
+        for layout in discover(path):
+            five = resolve(layout, _settings_options(rocketmq_version)).release.version >= (5, 0, 0)
+            log_min = layout.segments[0].base_offset if layout.segments else 0
+            bounds = {(t, q): queue_bounds(str(d), log_min, five) for t, q, d in layout.files.queue_dirs()}
+            report = check_offsets(layout, bounds)
+            found = [x for x in report.lags if group is None or x.consumer_group == group]
+            lags += found
+            findings += [f for f in report.findings
+                         if group is None or f.evidence.get("consumer_group", group) == group]
+            plan += reset_plan(layout, found, how, reset_value, group)
+    if reset_file:
+        with open(reset_file, "w", newline="") as f:
+            w = csv.DictWriter(f, ["store", "consumer_group", "topic", "queue_id", "current_offset", "new_offset"])
+            w.writeheader()
+            w.writerows(plan)
+    if as_json:
+        emit_json({"queues": [x.__dict__ for x in lags], "findings": [f.as_row() for f in findings],
+                   "reset_plan": {"how": how, "value": reset_value, "queues": plan}})
+    else:
+        table("Consumer offsets", ["store", "group", "topic", "queue", "offset", "min", "max", "status", "lag",
+                                   "oldest unconsumed", "lag (s)"],
+              [(x.store, x.consumer_group, x.topic, x.queue_id, x.consumer_offset, x.min_offset, x.max_offset,
+                x.status, x.lag, _ms(x.oldest_unconsumed_timestamp),
+                None if x.lag_ms is None else round(x.lag_ms / 1000, 3)) for x in lags],
+              numeric={"queue", "offset", "min", "max", "lag", "lag (s)"},
+              styles=["yellow" if x.status in ("below_min", "beyond_max", "unknown_queue") else None for x in lags])
+        table(f"Reset plan ({how}; not applied)", ["store", "group", "topic", "queue", "current", "new"],
+              [(p["store"], p["consumer_group"], p["topic"], p["queue_id"], p["current_offset"], p["new_offset"])
+               for p in plan], numeric={"queue", "current", "new"})
+        if reset_file:
+            line(f"plan written to {reset_file} ({len(plan)} row(s))")
+    sys.exit(PROBLEMS if findings else 0)
+
+
+# ------------------------------------------------------------------------------------------- recover
+
+@click.group("recover")
+def recover():
+    """What RocketMQ's next start would do to a store (report); repair comes later."""
+
+
+@recover.command("report")
+@click.argument("store")
+@broker_conf_option
+@version_option
+@click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
+              help="mirror this family's recovery regardless of the release")
+@json_option
+def recover_report(store, broker_conf, rocketmq_version, release_family, as_json):
+    """Simulate the broker's recovery without touching the store: where the log would end, what would be cut
+    and deleted, and what would be lost. Exit 3 when the restart would lose or cut anything.
+
+    \b
+    Example:
+      rocketstore recover report tests/golden/rocketmq-5.5.1/torn-tail/store
+    """
+    from rocketstore_spark.recovery.report import harmful, recovery_report
+    from rocketstore_spark.report.recovery_text import render_recovery
+    doc, _ = recovery_report(store, options=_settings_options(rocketmq_version), broker_conf=broker_conf,
+                             release_family=release_family)
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(render_recovery(doc))
+    sys.exit(PROBLEMS if harmful(doc) else 0)
+
+
+# ------------------------------------------------------------------------------------------- rebuild
+
+@click.command("rebuild")
+@click.argument("store")
+@click.option("--output", required=True, type=click.Path(file_okay=False),
+              help="directory for consumequeue/ and index/ (outside the store)")
+@broker_conf_option
+@version_option
+@click.option("--force", is_flag=True, help="rebuild even where settings contradict the store's files")
+@json_option
+def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, as_json):
+    """Rebuild ConsumeQueues and IndexFiles from the CommitLog into a directory outside the store, byte for byte
+    what RocketMQ writes, and compare them with the store's own. Exit 3 when they differ.
+
+    \b
+    Example:
+      rocketstore rebuild tests/golden/rocketmq-5.5.1/cq-lag-clean/store --output /tmp/rebuilt
+    """
+    from rocketstore_spark.rebuild.output import rebuild_store
+    r = rebuild_store(store, output, options=_settings_options(rocketmq_version), broker_conf=broker_conf,
+                      allow_conflicts=force)
+    changed = [d for d in r.differences if d.status != "identical"]
+    if as_json:
+        emit_json({"store": r.store, "output": str(r.output), "rocketmq_version": str(r.settings.release),
+                   "settings_sources": r.settings.sources, "records": r.records,
+                   "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files,
+                               "max_offset": q.state.max_offset} for q in r.queues],
+                   "index_files": r.index_files, "findings": [f.as_row() for f in r.findings],
+                   "differences": [d.__dict__ for d in r.differences]})
+    else:
+        line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {len(r.index_files)} IndexFile(s), "
+             f"RocketMQ {r.settings.release} ({r.settings.sources.get('rocketmqVersion')})")
+        line(f"Against the store: {len(r.differences) - len(changed)} file(s) identical, {len(changed)} differ")
+        if changed:
+            table(None, ["kind", "store file", "rebuilt file", "status", "detail"],
+                  [(d.kind, d.store_file, d.rebuilt_file, d.status, d.detail) for d in changed])
+    sys.exit(PROBLEMS if changed or r.findings else 0)

@@ -1,0 +1,112 @@
+"""The rocketstore CLI on the golden stores, in-process through click's runner (the real commands, no JVM):
+what it prints agrees with RocketMQ's own view of each store (the manifests), and mistakes are one line."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rocketstore_spark.cli.main import cli
+from tests.golden.goldens import all_goldens
+
+BY_ID = {g.id: g for g in all_goldens()}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*argv):
+    return CliRunner().invoke(cli, [str(a) for a in argv], catch_exceptions=False)
+
+
+def test_inspect_shows_rocketmqs_queue_bounds_and_segments():
+    g = BY_ID["5.5.1/consumer-offsets"]
+    r = run("inspect", g.store, "--json")
+    assert r.exit_code == 0, r.output
+    [doc] = json.loads(r.stdout)["stores"]
+    assert doc["rocketmq_version"] == "5.4.0" and not doc["abort_present"]
+    theirs = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in g.manifest["queues"]}
+    ours = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in doc["queues"]}
+    assert ours == {k: v for k, v in theirs.items() if k in ours or v != (0, 0)}
+    assert [(s["file"], s["records"], s["valid_end"]) for s in doc["segments"]] == \
+        [(s["file"], s["records"], s["valid_end"]) for s in g.manifest["segments"]]
+    text = run("inspect", g.store).stdout
+    assert "RocketMQ 5.4.0" in text and "TopicTest" in text
+
+
+def test_verify_exits_3_on_damage_with_positions_and_0_when_clean():
+    g = BY_ID["4.9.8/corrupt-body"]
+    r = run("verify", g.store, "--json")
+    assert r.exit_code == 3
+    crc = [f for f in json.loads(r.stdout)["stores"][0]["findings"] if f["check"] == "commitlog.body_crc"]
+    want = sorted(next(m for m in g.messages if m["physical_offset"] <= s["physical_offset"]
+                       < m["physical_offset"] + m["total_size"])["physical_offset"] for s in g.manifest["surgery"])
+    assert sorted(f["physical_offset"] for f in crc) == want
+    assert run("verify", BY_ID["5.5.1/propcrc"].store).exit_code == 0
+
+
+def test_offsets_statuses_and_a_reset_file(tmp_path):
+    g = BY_ID["5.5.1/consumer-offsets"]
+    r = run("offsets", g.store, "--json", "--reset-plan", "to-earliest", "--group", "golden_in_range",
+            "--reset-file", tmp_path / "plan.csv")
+    assert r.exit_code == 0, r.output                    # the group's offsets are all in range
+    doc = json.loads(r.stdout)
+    bounds = {(q["topic"], q["queue_id"]): q for q in g.manifest["queues"]}
+    assert {q["status"] for q in doc["queues"]} == {"in_range"}
+    plan = list(csv.DictReader((tmp_path / "plan.csv").open()))
+    assert plan and all(int(p["new_offset"]) == bounds[(p["topic"], int(p["queue_id"]))]["min_offset"] for p in plan)
+    everyone = run("offsets", g.store, "--json")
+    assert everyone.exit_code == 3                       # some groups are below min, beyond max, or unknown
+    assert {q["status"] for q in json.loads(everyone.stdout)["queues"]} == \
+        {"in_range", "caught_up", "below_min", "beyond_max", "unknown_queue"}
+
+
+def test_recover_report_is_rocketmqs_recovery():
+    g = BY_ID["4.9.8/torn-tail"]
+    r = run("recover", "report", g.store, "--json")
+    assert r.exit_code == 3
+    doc = json.loads(r.stdout)
+    assert doc["process_offset"] == g.manifest["recovery"]["commitlog_max_offset"] and doc["shutdown"] == "abnormal"
+    assert "it stops at commitlog/00000000000000393216" in run("recover", "report", g.store).stdout
+
+
+def test_dump_of_a_segment_a_queue_file_and_an_index_file():
+    g = BY_ID["5.5.1/clean"]
+    seg = g.store / "commitlog" / "00000000000000000000"
+    r = run("dump", seg, "--json", "--count", "4")
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    want = [m for m in g.messages if m["segment"] == "00000000000000000000"][:4]
+    assert [(x["physical_offset"], x["topic"], x["queue_id"], x["queue_offset"], x["tags"]) for x in rows] == \
+        [(m["physical_offset"], m["topic"], m["queue_id"], m["queue_offset"], m["properties"].get("TAGS"))
+         for m in want]
+    later = [json.loads(x) for x in run("dump", seg, "--json", "--from", want[2]["physical_offset"], "--count", "1")
+             .stdout.splitlines()]
+    assert [x["physical_offset"] for x in later] == [want[2]["physical_offset"]]
+    cq = sorted((g.store / "consumequeue" / "TopicTest" / "0").iterdir())[0]
+    entries = [json.loads(x) for x in run("dump", cq, "--json", "--count", "0").stdout.splitlines()]
+    topic_test_0 = sorted((m for m in g.messages if m["topic"] == "TopicTest" and m["queue_id"] == 0
+                           and m["transaction_type"] in (0, 8)), key=lambda m: m["queue_offset"])  # NOT_TYPE, COMMIT
+    assert [(e["queue_offset"], e["physical_offset"]) for e in entries] == \
+        [(m["queue_offset"], m["physical_offset"]) for m in topic_test_0[:len(entries)]]
+    ix = sorted((g.store / "index").iterdir())[0]
+    first = [json.loads(x) for x in run("dump", ix, "--json", "--count", "2").stdout.splitlines()]
+    assert [e["entry"] for e in first] == [1, 2]
+
+
+def test_rebuild_of_a_clean_store_is_identical_and_refuses_an_output_inside_it(tmp_path):
+    g = BY_ID["5.5.1/clean"]
+    assert run("rebuild", g.store, "--output", tmp_path / "out").exit_code == 0
+    bad = subprocess.run([sys.executable, "-m", "rocketstore_spark.cli.main", "rebuild", str(g.store), "--output",
+                          str(g.store / "x")], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "inside the store" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_mistakes_are_one_line_with_exit_2(tmp_path):
+    for argv in (["inspect", str(tmp_path / "nope")], ["verify", str(tmp_path)],
+                 ["dump", str(BY_ID["5.5.1/clean"].store / "checkpoint")], ["offsets", "x", "--reset-plan", "bogus"]):
+        proc = subprocess.run([sys.executable, "-m", "rocketstore_spark.cli.main", *argv], cwd=ROOT,
+                              capture_output=True, text=True)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stderr.strip(), argv
