@@ -22,6 +22,7 @@ Examples (from the repository root, on the bundled sample stores):
   rocketstore verify tests/golden/rocketmq-4.9.8/corrupt-body/store
   rocketstore recover report tests/golden/rocketmq-5.5.1/torn-tail/store --json
   rocketstore offsets tests/golden/rocketmq-5.5.1/consumer-offsets/store --reset-plan to-earliest
+  rocketstore query tests/golden/rocketmq-5.5.1/clean/store --topic TopicTest --key order-1
   rocketstore dump tests/golden/rocketmq-5.5.1/clean/store/commitlog/00000000000000000000 --count 5
   rocketstore rebuild tests/golden/rocketmq-5.5.1/cq-lag-clean/store --output /tmp/rebuilt
 """
@@ -61,6 +62,7 @@ cli.add_command(commands.verify_cmd)
 cli.add_command(commands.offsets_cmd)
 cli.add_command(commands.recover)
 cli.add_command(commands.rebuild_cmd)
+cli.add_command(commands.query_cmd)
 cli.add_command(dump.dump_cmd)
 
 

@@ -110,3 +110,44 @@ def test_mistakes_are_one_line_with_exit_2(tmp_path):
                               capture_output=True, text=True)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert "Traceback" not in proc.stderr and proc.stderr.strip(), argv
+
+
+def _lines(r):
+    return [json.loads(x) for x in r.stdout.splitlines()]
+
+
+def test_query_by_key_uniq_key_msg_id_and_queue_position_find_what_rocketmq_stored():
+    g = BY_ID["5.5.1/clean"]
+    with_keys = [m for m in g.messages if m["keys"] and m["transaction_type"] != 12]     # ROLLBACK: not indexed
+    sample = with_keys[len(with_keys) // 2]
+    key, topic = sample["keys"].split()[-1], sample["topic"]        # RocketMQ's KEYS: split on spaces
+    want = sorted(m["physical_offset"] for m in g.messages
+                  if m["topic"] == topic and key in (m["keys"] or "").split() and m["transaction_type"] != 12)
+    r = run("query", g.store, "--topic", topic, "--key", key, "--json")
+    assert r.exit_code == 0 and [h["physical_offset"] for h in _lines(r)] == want
+    u = next(m for m in g.messages if m["uniq_key"] and m["transaction_type"] != 12)
+    assert [h["physical_offset"] for h in _lines(run("query", g.store, "--topic", u["topic"], "--uniq-key",
+                                                     u["uniq_key"], "--json"))] == \
+        sorted(m["physical_offset"] for m in g.messages if m["topic"] == u["topic"] and m["uniq_key"] == u["uniq_key"]
+               and m["transaction_type"] != 12)
+    m = g.messages[7]
+    [hit] = _lines(run("query", g.store, "--msg-id", m["msg_id"], "--json", "--body", "hex"))
+    assert hit["physical_offset"] == m["physical_offset"] and hit["topic"] == m["topic"]
+    assert __import__("hashlib").sha256(bytes.fromhex(hit["body"])).hexdigest() == m["body_sha256"]
+    queued = sorted((x for x in g.messages if (x["topic"], x["queue_id"]) == ("TopicTest", 2)
+                     and x["transaction_type"] in (0, 8)), key=lambda x: x["queue_offset"])
+    got = _lines(run("query", g.store, "--topic", "TopicTest", "--queue", 2, "--queue-offset", 4, "--count", 3, "--json"))
+    assert [h["physical_offset"] for h in got] == [x["physical_offset"] for x in queued[4:7]]
+    assert run("query", g.store, "--topic", topic, "--key", "no-such-key").exit_code == 3
+
+
+def test_query_by_topic_and_time_window():
+    import datetime as dt
+    g = BY_ID["5.5.1/clean"]
+    times = sorted(m["store_timestamp"] for m in g.messages if m["topic"] == "OrderTopic")
+    lo, hi = times[10], times[30]
+    iso = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat()      # noqa: E731
+    got = _lines(run("query", g.store, "--topic", "OrderTopic", "--since", iso(lo), "--until", iso(hi), "--json"))
+    want = sorted(m["physical_offset"] for m in g.messages if m["topic"] == "OrderTopic"
+                  and m["transaction_type"] in (0, 8) and lo <= m["store_timestamp"] <= hi)
+    assert [h["physical_offset"] for h in got] == want
