@@ -13,7 +13,7 @@ import os
 import click
 import numpy as np
 
-from rocketstore_spark.cli.output import emit_json, line, table
+from rocketstore_spark.cli.output import line, table
 
 SEGMENT_COLUMNS = ("physical_offset", "file_position", "total_size", "topic", "queue_id", "queue_offset",
                    "store_timestamp", "transaction_type", "tags", "keys", "uniq_key", "msg_id", "body_length",
