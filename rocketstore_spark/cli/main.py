@@ -19,6 +19,7 @@ EXAMPLES = """
 \b
 Examples (from the repository root, on the bundled sample stores):
   rocketstore inspect tests/golden/rocketmq-5.5.1/clean/store
+  rocketstore audit tests/golden/rocketmq-4.9.8/corrupt-body/store
   rocketstore verify tests/golden/rocketmq-4.9.8/corrupt-body/store
   rocketstore recover report tests/golden/rocketmq-5.5.1/torn-tail/store --json
   rocketstore offsets tests/golden/rocketmq-5.5.1/consumer-offsets/store --reset-plan to-earliest
@@ -63,6 +64,7 @@ cli.add_command(commands.offsets_cmd)
 cli.add_command(commands.recover)
 cli.add_command(commands.rebuild_cmd)
 cli.add_command(commands.query_cmd)
+cli.add_command(commands.audit_cmd)
 cli.add_command(dump.dump_cmd)
 
 

@@ -151,3 +151,25 @@ def test_query_by_topic_and_time_window():
     want = sorted(m["physical_offset"] for m in g.messages if m["topic"] == "OrderTopic"
                   and m["transaction_type"] in (0, 8) and lo <= m["store_timestamp"] <= hi)
     assert [h["physical_offset"] for h in got] == want
+
+
+def test_audit_combines_the_checks_and_the_recovery_verdict(tmp_path):
+    g = BY_ID["4.9.8/corrupt-body"]
+    r = run("audit", g.store, "--json", "--output", tmp_path / "audit.json")
+    assert r.exit_code == 3
+    [doc] = json.loads(r.stdout)["stores"]
+    assert json.loads((tmp_path / "audit.json").read_text())["stores"][0]["findings"] == doc["findings"]
+    assert doc["at_risk"] and doc["areas"]["CommitLog records"]["error"] == 2
+    assert doc["recovery"]["process_offset"] == g.manifest["recovery"]["commitlog_max_offset"]
+    assert set(doc["findings"][0]) >= {"check", "severity", "file", "file_position", "physical_offset", "topic",
+                                       "queue_id", "message", "evidence"}
+    clean = run("audit", BY_ID["5.5.1/propcrc"].store)
+    assert clean.exit_code == 0 and "healthy" in clean.stdout and "Nothing valid would be lost." in clean.stdout
+
+
+def test_the_installed_console_script_runs():
+    exe = Path(sys.executable).parent / "rocketstore"
+    proc = subprocess.run([str(exe), "inspect", str(BY_ID["5.5.1/clean"].store), "--json"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["stores"][0]["segments"]
