@@ -63,13 +63,16 @@ def main(spark, argv) -> int:
 def check(argv) -> None:
     """Arguments and paths are checked before Spark starts; without --lost-output no Spark is needed, so the
     report is made here and the job ends."""
-    from rocketstore_spark.store.discovery import StorePathError
+    from rocketstore_spark.store.discovery import StorePathError, discover
+    from rocketstore_spark.store.outputs import outside_stores, store_roots
     args = parse_args(argv)
     try:
+        roots = store_roots(discover(args.store))
+        for path, what in ((args.json, "JSON document"), (args.lost_output, "export of the lost messages")):
+            if path and path != "-":
+                outside_stores(path, roots, what)
         if not args.lost_output:
             sys.exit(main(None, argv))
-        from rocketstore_spark.store.discovery import discover
-        discover(args.store)
     except (StorePathError, ValueError, OSError) as e:
         print(f"recovery_report: {e}", file=sys.stderr)
         sys.exit(2)

@@ -76,8 +76,8 @@ def main(spark, argv) -> int:
     if any(rep.offsets and rep.offsets.lags for rep in run.stores):
         print(render_plan(plan, args.reset_plan), file=text)
     problems = sum(1 for rep in run.stores if rep.worst in ("warning", "error"))
-    print(f"\n{len(run.stores)} store(s) verified, {problems} with findings above info level (run {run.run_id})",
-          file=text)
+    print(f"\n{len(run.stores)} store(s) verified, {problems} with findings above info level (run {run.run_id}); "
+          "seconds per step: " + ", ".join(f"{k} {v}" for k, v in run.seconds.items()), file=text)
     if args.reset_file:
         with open(args.reset_file, "w", newline="") as f:
             w = csv.DictWriter(f, ["store", "consumer_group", "topic", "queue_id", "current_offset", "new_offset"])
@@ -101,11 +101,15 @@ def check(argv) -> None:
     import os
 
     from rocketstore_spark.store.discovery import StorePathError, discover
+    from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
     args = parse_args(argv)
     try:
-        for store in args.store:
-            discover(store)
-    except StorePathError as e:
+        layouts = [layout for store in args.store for layout in discover(store)]
+        for path, what in ((args.json, "JSON document"), (args.reset_file, "reset plan"),
+                           (args.output, "Delta output")):
+            if path and path != "-":
+                outside_stores(path, store_roots(layouts), what)
+    except (StorePathError, OutputError) as e:
         print(f"verify: {e}", file=sys.stderr)
         sys.exit(2)
     if args.broker_conf and not os.path.isfile(args.broker_conf):

@@ -61,6 +61,17 @@ class Release:
         return ".".join(map(str, self.version))
 
 
+def queue_keys(topic_indices, queue_ids) -> np.ndarray:
+    """One int64 per record naming its queue: the topic's dictionary index in the high 32 bits, the queue id
+    (any int32, negative ones included: damage) in the low 32 bits (``queue_of`` decodes it)."""
+    return (np.asarray(topic_indices, dtype=np.int64) << 32) | (np.asarray(queue_ids, dtype=np.int64) & 0xFFFFFFFF)
+
+
+def queue_of(key: int) -> tuple[int, int]:
+    """(topic dictionary index, queue id) of a ``queue_keys`` value."""
+    return int(key) >> 32, int(np.int32(np.uint32(int(key) & 0xFFFFFFFF)))
+
+
 def sort_for_dispatch(records: pa.Table) -> pa.Table:
     """Records in CommitLog order: the order the broker dispatches them in."""
     return records.sort_by("physical_offset")

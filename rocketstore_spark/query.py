@@ -143,8 +143,9 @@ def _chain(view, key_hash: int, window: TimeRange) -> list[int]:
 
 def by_topic(layout: StoreLayout, topic: str, window: TimeRange = TimeRange(), limit: int = 1000,
              body: bool = False) -> list[dict]:
-    """Records of ``topic`` stored in the window, oldest first: each queue's ConsumeQueue is searched by time
-    (RocketMQ's getOffsetInQueueByTime) and read from there."""
+    """The first ``limit`` records of ``topic`` stored in the window, in CommitLog order: each queue's
+    ConsumeQueue is searched by time (RocketMQ's getOffsetInQueueByTime) and read from there, at most
+    ``limit`` per queue, then the queues are merged."""
     out = []
     log_min = layout.segments[0].base_offset if layout.segments else 0
     for t, q, d in layout.files.queue_dirs():
@@ -153,6 +154,7 @@ def by_topic(layout: StoreLayout, topic: str, window: TimeRange = TimeRange(), l
         lo, hi = queue_bounds(str(d), log_min)
         files = QueueFiles(d)
         start = offset_by_time(files, layout, lo, hi, window.since_ms) if window.since_ms is not None else lo
+        taken = 0
         for qo in range(start, hi):
             e = files.entry(qo)
             r = record_at(layout, e[0], body) if e else None
@@ -162,6 +164,7 @@ def by_topic(layout: StoreLayout, topic: str, window: TimeRange = TimeRange(), l
             if window.until_ms is not None and ms > window.until_ms:
                 break
             out.append(r)
-            if len(out) >= limit:
+            taken += 1
+            if taken >= limit:
                 break
     return sorted(out, key=lambda r: r["physical_offset"])[:limit]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ class VerifyRun:
     run_id: str
     run_time: dt.datetime
     stores: list[StoreReport]
+    seconds: dict = field(default_factory=dict)          # wall time per step: segments, queues, index, driver
 
     @property
     def problems(self) -> bool:
@@ -120,6 +122,14 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     settings = {layout.name: resolve(layout, options, broker_conf) for layout in layouts}
     load_paths = [store_root(layout) if layout.files.root else str(layout.files.commitlog_dir) for layout in layouts]
 
+    clock = time.perf_counter()
+
+    def lap(step: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        run.seconds[step] = round(now - clock, 3)
+        clock = now
+
     # 1. segments
     seg_rows = (spark.read.format("rocketmq_segments").option("checkCrc", str(check_crc).lower())
                 .option("checkPropertiesCrc", "true").option("checkTimes", "true")
@@ -145,6 +155,7 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
             s.consume_queue_file_size, s.release.version, s.message_delay_level,
             segment_names(layout, root), has_consume_queue_ext(layout))
 
+    lap("segments (CRC audit)")
     # 2. queues
     queue_rows = _queues(spark, layouts, settings, contexts, split_size)
     for row in queue_rows:
@@ -152,26 +163,30 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         rep.findings += [Finding.from_row(json.loads(f)) for f in row["findings"]]
         rep.queues.append({k: v for k, v in row.items() if k != "findings"})
 
+    lap("ConsumeQueues")
     # 3. IndexFiles
     for row in _index(spark, layouts, settings, contexts):
         reports[row["store"]].index_files += 1
         reports[row["store"]].findings += [Finding.from_row(json.loads(f)) for f in row["findings"]]
 
+    lap("IndexFiles")
     # 4. driver: shutdown state and consumer offsets
     for layout in layouts:
         rep, root = reports[layout.name], store_root(layout)
         views = [v for v in index_views(layout, settings[layout.name]) if v.geometry is not None]
         last_ts = max((r.last_store_timestamp for r in by_store.get(layout.name, []) if r.last_store_timestamp),
                       default=None)
-        last_ms = int(last_ts.replace(tzinfo=dt.timezone.utc).timestamp() * 1000) if last_ts else None
+        # Spark hands timestamps back as naive local times: .timestamp() reads them as such
+        last_ms = int(last_ts.timestamp() * 1000) if last_ts else None
         rep.findings += check_state(layout.files, LogState(last_ms, rep.log.end),
                                     views[-1].header["end_timestamp"] if views else None)
         rep.offsets = check_offsets(layout, {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
-                                             for q in rep.queues})
+                                             for q in rep.queues if q["files"]})
         rep.findings += rep.offsets.findings
         rep.findings = [relative(f, root) for f in rep.findings]
         rep.queues.sort(key=lambda q: (q["topic"], q["queue_id"]))
         run.stores.append(rep)
+    lap("checkpoint and consumer offsets")
     return run
 
 
@@ -294,6 +309,7 @@ def document(run: VerifyRun) -> dict:
         return {k: getattr(x, k) for k in QueueLag.__dataclass_fields__}
     return {
         "document_version": DOCUMENT_VERSION, "run_id": run.run_id, "run_time": run.run_time.isoformat(),
+        "seconds": run.seconds,
         "stores": [{
             "store": s.store, "worst": s.worst,
             "rocketmq_version": str(s.settings.release),

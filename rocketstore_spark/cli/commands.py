@@ -10,6 +10,7 @@ import click
 
 from rocketstore_spark.cli.output import SEVERITY_STYLE, emit_json, line, table
 from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.outputs import outside_stores, store_roots
 
 PROBLEMS = 3
 
@@ -196,18 +197,20 @@ def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, a
     from rocketstore_spark.verify.queues import queue_bounds
     if how in ("to-datetime", "shift-by") and not reset_value:
         raise click.UsageError(f"--reset-plan {how} needs --reset-value")
+    layouts = [layout for path in stores for layout in discover(path)]
+    if reset_file:
+        outside_stores(reset_file, store_roots(layouts), "reset plan")
     lags, plan, findings = [], [], []
-    for path in stores:
-        for layout in discover(path):
-            five = resolve(layout, _settings_options(rocketmq_version)).release.version >= (5, 0, 0)
-            log_min = layout.segments[0].base_offset if layout.segments else 0
-            bounds = {(t, q): queue_bounds(str(d), log_min, five) for t, q, d in layout.files.queue_dirs()}
-            report = check_offsets(layout, bounds)
-            found = [x for x in report.lags if group is None or x.consumer_group == group]
-            lags += found
-            findings += [f for f in report.findings
-                         if group is None or f.evidence.get("consumer_group", group) == group]
-            plan += reset_plan(layout, found, how, reset_value, group)
+    for layout in layouts:
+        five = resolve(layout, _settings_options(rocketmq_version)).release.version >= (5, 0, 0)
+        log_min = layout.segments[0].base_offset if layout.segments else 0
+        bounds = {(t, q): queue_bounds(str(d), log_min, five) for t, q, d in layout.files.queue_dirs()}
+        report = check_offsets(layout, bounds)
+        found = [x for x in report.lags if group is None or x.consumer_group == group]
+        lags += found
+        findings += [f for f in report.findings
+                     if group is None or f.evidence.get("consumer_group", group) == group]
+        plan += reset_plan(layout, found, how, reset_value, group)
     if reset_file:
         with open(reset_file, "w", newline="") as f:
             w = csv.DictWriter(f, ["store", "consumer_group", "topic", "queue_id", "current_offset", "new_offset"])
@@ -401,20 +404,22 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, as_json):
     from rocketstore_spark.report.recovery_text import render_recovery
     from rocketstore_spark.verify.store import verify_store
     options = _settings_options(rocketmq_version)
+    layouts = [layout for path in stores for layout in discover(path)]
+    if json_file:
+        outside_stores(json_file, store_roots(layouts), "JSON document")
     docs, at_risk = [], False
-    for path in stores:
-        for layout in discover(path):
-            v = verify_store(layout.name, options=options, broker_conf=broker_conf)
-            rec, _ = recovery_report(layout.name, options=options, broker_conf=broker_conf) \
-                if layout.files.root is not None else (None, None)
-            areas: dict[str, dict] = {}
-            for f in v.findings:
-                a = areas.setdefault(CHECKS[f.check].area, {"error": 0, "warning": 0, "info": 0})
-                a[str(f.severity)] += 1
-            risk = any(f.severity != Severity.INFO for f in v.findings) or bool(rec and harmful(rec))
-            at_risk |= risk
-            docs.append({"store": layout.name, "rocketmq_version": str(v.settings.release), "at_risk": risk,
-                         "areas": areas, "findings": [f.as_row() for f in v.findings], "recovery": rec})
+    for layout in layouts:
+        v = verify_store(layout.name, options=options, broker_conf=broker_conf)
+        rec, _ = recovery_report(layout.name, options=options, broker_conf=broker_conf) \
+            if layout.files.root is not None else (None, None)
+        areas: dict[str, dict] = {}
+        for f in v.findings:
+            a = areas.setdefault(CHECKS[f.check].area, {"error": 0, "warning": 0, "info": 0})
+            a[str(f.severity)] += 1
+        risk = any(f.severity != Severity.INFO for f in v.findings) or bool(rec and harmful(rec))
+        at_risk |= risk
+        docs.append({"store": layout.name, "rocketmq_version": str(v.settings.release), "at_risk": risk,
+                     "areas": areas, "findings": [f.as_row() for f in v.findings], "recovery": rec})
     if json_file:
         with open(json_file, "w", encoding="utf-8") as f:
             f.write(json_.dumps({"stores": docs}, indent=1, ensure_ascii=False, default=str) + "\n")

@@ -36,22 +36,15 @@ from rocketstore_spark.rebuild import indexfile as ix
 from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
+from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
 from rocketstore_spark.store.segment_reader import SegmentReader
-
-
-class OutputError(ValueError):
-    """The output directory cannot be used (inside the store, already holding a rebuild)."""
 
 
 def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
     """The output directory, resolved; refuses the store itself, anything inside it (symlinks followed),
     and a directory that already holds ``consumequeue/`` or ``index/``."""
-    out = Path(os.path.realpath(output))
-    root = Path(os.path.realpath(store_root))
-    if out == root or root in out.parents:
-        raise OutputError(f"{output}: the output directory is inside the store {store_root} (resolved: {out}); "
-                          "a rebuild never writes under a store: give a directory elsewhere")
+    out = outside_stores(output, [store_root], "output directory")
     for sub in ("consumequeue", "index"):
         if (out / sub).exists():
             raise OutputError(f"{out / sub} already exists: give an empty or new output directory")
@@ -99,7 +92,7 @@ class ConsumeQueueWriter:
             return
         # one stable sort by queue keeps each queue's dispatch order; then a slice per queue
         topics = pc.dictionary_encode(entries["topic"]).combine_chunks()
-        key = topics.indices.to_numpy().astype(np.int64) << 32 | entries["queue_id"].to_numpy().astype(np.int64)
+        key = dispatch.queue_keys(topics.indices, entries["queue_id"])
         order = np.argsort(key, kind="stable")
         entries, key = entries.take(pa.array(order)), key[order]
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])

@@ -100,7 +100,8 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
 def harmful(doc: dict) -> bool:
     """Whether the restart the report describes loses or cuts anything (messages, CommitLog bytes or files,
     ConsumeQueue entries or files)."""
-    return bool(doc["lost"]["messages"] or doc["commitlog_bytes_cut"] or doc["commitlog_files_deleted"]
+    no_log = doc["process_offset"] is None and any(q["max_offset_on_disk"] for q in doc["consumequeues"])
+    return bool(no_log or doc["lost"]["messages"] or doc["commitlog_bytes_cut"] or doc["commitlog_files_deleted"]
                 or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]))
 
 
@@ -110,12 +111,14 @@ def _lost(r: RecoveryReport) -> dict:
         return {"messages": 0, "first_physical_offset": None, "last_physical_offset": None,
                 "first_store_time": None, "last_store_time": None, "topics": {}, "queues": []}
     phy = t["physical_offset"].to_numpy()
-    ts = pc.cast(t["store_timestamp"], "int64").to_numpy() // 1000
+    # a store time outside years 1-9999 decodes to null: left out of the time range
+    stamps = pc.min_max(pc.cast(t["store_timestamp"], "int64"))
+    first_ms, last_ms = (None if v is None else v // 1000 for v in (stamps["min"].as_py(), stamps["max"].as_py()))
     per_queue: dict[tuple, list] = {}
     for topic, qid, qo in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist(), t["queue_offset"].to_pylist()):
         per_queue.setdefault((topic, qid), []).append(qo)
     return {"messages": t.num_rows, "first_physical_offset": int(phy.min()), "last_physical_offset": int(phy.max()),
-            "first_store_time": _iso(ts.min()), "last_store_time": _iso(ts.max()),
+            "first_store_time": _iso(first_ms), "last_store_time": _iso(last_ms),
             "topics": dict(sorted(Counter(t["topic"].to_pylist()).items())),
             "queues": [{"topic": k[0], "queue_id": k[1], "messages": len(v), "first_queue_offset": int(np.min(v)),
                         "last_queue_offset": int(np.max(v))} for k, v in sorted(per_queue.items())]}

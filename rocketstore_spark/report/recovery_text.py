@@ -19,9 +19,13 @@ def render_recovery(doc: dict) -> str:
            f"{cp['logics_msg_timestamp']}, indexMsgTimestamp {cp['index_msg_timestamp']}, min timestamp "
            f"{cp['min_timestamp']} (3 s margin), logicsPhysicalOffset {cp['logics_physical_offset']}",
            f"  ConsumeQueues reach physical offset {doc['max_cq']:,} (maxCQ)",
-           f"  the CommitLog walk starts at {doc['start_file']}: {doc['start_reason']}",
-           f"  it stops at {stop['file']} byte {stop['file_position']:,}: {stop['reason']}",
-           f"  the CommitLog would end at physical offset {doc['process_offset']:,}"]
+           ]
+    if doc["process_offset"] is None:
+        out.append(f"  no CommitLog segment: {doc['shutdown_reason']}")
+    else:
+        out += [f"  the CommitLog walk starts at {doc['start_file']}: {doc['start_reason']}",
+                f"  it stops at {stop['file']} byte {stop['file_position']:,}: {stop['reason']}",
+                f"  the CommitLog would end at physical offset {doc['process_offset']:,}"]
     cut = doc["commitlog_bytes_cut"]
     out.append(f"  cut: {cut:,} bytes of CommitLog data after it; segments deleted: "
                f"{', '.join(doc['commitlog_files_deleted']) or 'none'}")

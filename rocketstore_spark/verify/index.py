@@ -101,7 +101,8 @@ def check_structure(view: IndexFileView, name: str, store_geometry: indexfile.Ge
                                "stores abs(hashCode))"), negative)
     hashed = live[slot[1:] >= 0]
     order = hashed[np.lexsort((hashed, slot[hashed]))]
-    same = np.r_[False, slot[order][1:] == slot[order][:-1]]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = slot[order][1:] == slot[order][:-1]
     want_prev = np.zeros(len(entries), dtype=np.int64)
     want_prev[order[same]] = order[:-1][same[1:]]
     want_head = np.zeros(g.hash_slot_num, dtype=np.int64)

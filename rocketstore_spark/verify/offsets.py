@@ -63,6 +63,7 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
             report.source, rows = config.source, config.rows
     source = _relative(report.source, root) if report.source else "config/consumerOffset.json"
     queues: dict[tuple[str, int], QueueFiles] = {}
+    dirs = {(t, q): d for t, q, d in files.queue_dirs()}          # listed once
     for topic, group, queue_id, offset in rows:
         b = bounds.get((topic, queue_id))
         if b is None:
@@ -75,7 +76,7 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
             continue
         lo, hi = b
         if (topic, queue_id) not in queues:
-            queue_dir = next((d for t, q, d in files.queue_dirs() if t == topic and q == queue_id), None)
+            queue_dir = dirs.get((topic, queue_id))
             queues[(topic, queue_id)] = QueueFiles(queue_dir) if queue_dir is not None else None
         qf = queues[(topic, queue_id)]
         status = ("beyond_max" if offset > hi else "caught_up" if offset == hi else
@@ -84,7 +85,8 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
         time_at = lambda q: _time_at(layout, qf, q)          # noqa: E731
         oldest = time_at(start) if start < hi else None
         newest = time_at(hi - 1) if hi > lo else None
-        lag = QueueLag(layout.name, group, topic, queue_id, offset, lo, hi, status, hi - start, max(0, lo - offset),
+        # a negative offset (no commit yet, or damage) counts from 0; never an int64 overflow
+        lag = QueueLag(layout.name, group, topic, queue_id, offset, lo, hi, status, hi - start, max(0, lo - max(offset, 0)),
                        oldest, newest, newest - oldest if oldest is not None and newest is not None else None)
         report.lags.append(lag)
         where = dict(topic=topic, queue_id=queue_id, queue_offset=offset, consumer_group=group, min_offset=lo,
@@ -126,6 +128,7 @@ def reset_plan(layout: StoreLayout, lags: list[QueueLag], how: str = "as-broker"
         when = dt.datetime.fromisoformat(value or "")
         when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
     shift = int(value or 0) if how == "shift-by" else 0
+    dirs = {(t, q): d for t, q, d in layout.files.queue_dirs()} if how == "to-datetime" else {}
     plan = []
     for lag in lags:
         if lag.min_offset is None or (group is not None and lag.consumer_group != group):
@@ -142,7 +145,9 @@ def reset_plan(layout: StoreLayout, lags: list[QueueLag], how: str = "as-broker"
         elif how == "shift-by":
             new = min(max(cur + shift, lo), hi)
         else:
-            queue_dir = next((d for t, q, d in layout.files.queue_dirs() if t == lag.topic and q == lag.queue_id))
+            queue_dir = dirs.get((lag.topic, lag.queue_id))
+            if queue_dir is None:             # bounds without files: nothing to search by time
+                continue
             new = offset_by_time(QueueFiles(queue_dir), layout, lo, hi, int(when.timestamp() * 1000))
         plan.append({"store": lag.store, "consumer_group": lag.consumer_group, "topic": lag.topic,
                      "queue_id": lag.queue_id, "current_offset": cur, "new_offset": new})

@@ -73,7 +73,10 @@ class _Entries:
 def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, int, int]]]:
     """The entries of every file of the queue, and (relative name, queue byte offset, size) of each file."""
     files, raws, qos, idx, pos = [], [], [], [], []
-    for k, (path, cq_offset) in enumerate(StoreMap.queue_files(queue_dir)):
+    for path, cq_offset in StoreMap.queue_files(queue_dir):
+        k = len(files)
+        if cq_offset + os.path.getsize(path) >= 2**63:      # queue offsets there would overflow int64
+            continue
         with open(path, "rb") as f:
             data = f.read()
         raw = consumequeue.decode_entries(data)
@@ -151,6 +154,11 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     entries, files = _read_entries(queue_dir, root) if queue_dir is not None else _no_entries()
     v.files = len(files)
     out += _file_findings(topic, queue_id, files, file_size)
+    if queue_dir is not None:
+        out += [finding("consumequeue.file_gap", os.path.relpath(p, root), None,
+                        f"name {o} is beyond any queue byte offset (int64): the file is not read", topic=topic,
+                        queue_id=queue_id)
+                for p, o in StoreMap.queue_files(queue_dir) if o + os.path.getsize(p) >= 2**63]
     raws = [entries.raw[entries.file == k] for k in range(len(files))]
     v.min_offset, v.max_offset = rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
                                                  release_5x)

@@ -50,10 +50,6 @@ class StoreVerdict:
     offsets: OffsetsReport
     findings: list[Finding] = field(default_factory=list)
 
-    @property
-    def bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
-        return {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in self.queues}
-
 
 def store_root(layout: StoreLayout) -> str:
     """The directory findings name files relative to: the store root, or the CommitLog directory's parent."""
@@ -106,14 +102,15 @@ def split_queues(records: pa.Table):
     if not queued.num_rows:
         return
     topics = pc.dictionary_encode(queued["topic"]).combine_chunks()
-    key = topics.indices.to_numpy().astype(np.int64) << 32 | queued["queue_id"].to_numpy().astype(np.int64)
+    key = dispatch.queue_keys(topics.indices.to_numpy(), queued["queue_id"].to_numpy())
     order = np.argsort(key, kind="stable")
     key = key[order]
     cols = {c: queued[c].to_numpy()[order] for c in ("queue_offset", "physical_offset", "size", "tags_code")}
     names = topics.dictionary.to_pylist()
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-        yield names[key[start] >> 32], int(key[start] & 0xFFFFFFFF), {c: v[start:stop] for c, v in cols.items()}
+        topic, queue_id = dispatch.queue_of(key[start])
+        yield names[topic], queue_id, {c: v[start:stop] for c, v in cols.items()}
 
 
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
@@ -169,7 +166,8 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     newest_index_end = known[-1].header["end_timestamp"] if known else None
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
-    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues})
+    # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
+    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files})
     findings += [f for q in queues for f in q.findings] + [f for i in index for f in i.findings] + offsets.findings
     names = {seg.base_offset: os.path.basename(seg.path) for seg in layout.segments}
     return StoreVerdict(layout.name, settings, log, [(names[b], s) for b, s in scans], queues, index, offsets,
