@@ -112,7 +112,8 @@ def test_several_stores_by_glob(spark):
     pattern = str(GOLDEN_ROOT / "rocketmq-*" / "clean" / "store")
     df = spark.read.format("rocketmq").schema("store STRING").load(pattern)
     counts = {r["store"]: r["count"] for r in df.groupBy("store").count().collect()}
-    assert counts == {str(BY_ID[f"{v}/clean"].store): len(BY_ID[f"{v}/clean"].messages) for v in ("4.9.8", "5.5.1")}
+    assert counts == {str(g.store): len(g.messages) for g in BY_ID.values() if g.scenario == "clean"}
+    assert len(counts) >= 2
 
 
 def test_store_timestamp_literal_filter_is_exact_to_the_millisecond(spark):

@@ -28,7 +28,7 @@ def report_of(g: Golden, cache: dict) -> dict:
 @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
 def test_the_cut_and_the_deleted_files_are_rocketmqs(golden: Golden, reports):
     doc, rec = report_of(golden, reports), golden.manifest["recovery"]
-    assert doc["rocketmq_version"] == {"4.9.8": "4.9.x", "5.5.1": "5.5.x"}[golden.version]
+    assert doc["rocketmq_version"] == {"4.9.8": "4.9.x", "5.1.4": "5.0-5.3.1", "5.5.1": "5.5.x"}[golden.version]
     assert doc["shutdown"] == ("abnormal" if golden.manifest["abort_present"] else "normal")
     assert doc["process_offset"] == rec["commitlog_max_offset"]
     deleted = sorted(f for f in rec["files_deleted"] if f.split("/")[0] in ("commitlog", "consumequeue", "index"))
