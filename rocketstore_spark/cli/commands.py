@@ -239,7 +239,8 @@ def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, a
 
 @click.group("recover")
 def recover():
-    """What RocketMQ's next start would do to a store (report); repair comes later."""
+    """What RocketMQ's next start would do to a store (report), and a repair plan with the export of what it
+    would lose (plan); applying a plan comes later."""
 
 
 @recover.command("report")
@@ -266,6 +267,38 @@ def recover_report(store, broker_conf, rocketmq_version, release_family, as_json
     else:
         click.echo(render_recovery(doc))
     sys.exit(PROBLEMS if harmful(doc) else 0)
+
+
+@recover.command("plan")
+@click.argument("store")
+@click.option("--output", required=True, type=click.Path(file_okay=False),
+              help="directory for plan.json and lost-messages.parquet (outside the store)")
+@broker_conf_option
+@version_option
+@click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
+              help="mirror this family's recovery regardless of the release")
+@json_option
+def recover_plan(store, output, broker_conf, rocketmq_version, release_family, as_json):
+    """Export every message a restart would lose (Parquet, every column) and write the repair plan — the
+    store is not changed. Exit 3 when the plan has anything to cut or lose.
+
+    \b
+    Example:
+      rocketstore recover plan tests/golden/rocketmq-4.9.8/corrupt-body/store --output /tmp/plan
+    """
+    from rocketstore_spark.recovery.plan import make_plan
+    from rocketstore_spark.recovery.report import harmful
+    plan = make_plan(store, output, options=_settings_options(rocketmq_version), broker_conf=broker_conf,
+                     release_family=release_family)
+    if as_json:
+        emit_json({k: v for k, v in plan.items() if k != "report"})
+    else:
+        line(f"Plan for {plan['store']} (RocketMQ {plan['rocketmq_version']}) written to {output}/plan.json")
+        for k, a in enumerate(plan["actions"], 1):
+            detail = ", ".join(f"{key} {val}" for key, val in a.items() if key != "action")
+            line(f"  {k}. {a['action']}: {detail}")
+        line("Nothing was changed in the store.")
+    sys.exit(PROBLEMS if harmful(plan["report"]) else 0)
 
 
 # ------------------------------------------------------------------------------------------- rebuild

@@ -173,3 +173,13 @@ def test_the_installed_console_script_runs():
                           text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["stores"][0]["segments"]
+
+
+def test_recover_plan_writes_outside_the_store_only(tmp_path):
+    g = BY_ID["4.9.8/corrupt-body"]
+    r = run("recover", "plan", g.store, "--output", tmp_path / "plan", "--json")
+    assert r.exit_code == 3 and (tmp_path / "plan" / "lost-messages.parquet").is_file()
+    assert [a["action"] for a in json.loads(r.stdout)["actions"]][:2] == ["export", "cut"]
+    inside = subprocess.run([sys.executable, "-m", "rocketstore_spark.cli.main", "recover", "plan", str(g.store),
+                             "--output", str(g.store / "plan")], cwd=ROOT, capture_output=True, text=True)
+    assert inside.returncode == 2 and "inside the store" in inside.stderr

@@ -1,0 +1,114 @@
+"""The repair plan: what to do, in order, so that a crashed store restarts without losing more than it must —
+and, first, the export of every message the restart would lose (driver or CLI; reads the store read-only and
+writes only into an output directory outside it).
+
+``make_plan(store, output)`` writes ``OUTPUT/lost-messages.parquet`` (every column of the ``rocketmq`` source
+for each valid, CRC-correct record at or after the recovery report's ``process_offset``: enough to publish
+them again) and ``OUTPUT/plan.json`` (``PLAN_VERSION`` 1): the recovery report it was made from, the sha256 of
+every store file the actions touch (an ``apply`` must refuse a store that changed since), and the actions in
+order — export, cut the CommitLog where RocketMQ would, delete the later segments, rebuild ConsumeQueues and
+IndexFiles from the cut log (``rebuild.output``), write a checkpoint that matches it, remove ``abort``. The
+plan is data for an operator (and for the ``apply`` step to come); nothing here changes the store.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
+from rocketstore_spark.rebuild.settings import resolve
+from rocketstore_spark.recovery.report import recovery_report
+from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+from rocketstore_spark.store.segment_reader import SegmentReader
+
+PLAN_VERSION = 1
+EXPORT_COLUMNS = tuple(c for c in DECODED if c not in ("segment_base_offset",))
+
+
+def sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def export_lost(layout, process_offset: int, target: Path, delay_levels: str) -> int:
+    """Write the valid, CRC-correct records at or after ``process_offset`` to ``target`` (Parquet, every
+    column), one decoded window at a time; returns how many."""
+    decoder = RecordDecoder(EXPORT_COLUMNS, message_delay_level=delay_levels)
+    schema = arrow_schema(("physical_offset", *[c for c in EXPORT_COLUMNS if c != "physical_offset"]))
+    written = 0
+    with pq.ParquetWriter(target, schema) as out:
+        for k, seg in enumerate(layout.segments):
+            if seg.base_offset + seg.size <= process_offset:
+                continue
+            start = max(0, process_offset - seg.base_offset)
+            for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start,
+                                         followed=layout.followed(k)):
+                t = pa.Table.from_batches([decoded.batch])
+                keep = pc.and_(pc.greater_equal(t["physical_offset"], process_offset), t["body_crc_ok"])
+                t = t.filter(keep).select(schema.names)
+                if t.num_rows:
+                    out.write_table(t.cast(schema))
+                    written += t.num_rows
+    return written
+
+
+def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
+              broker_conf: str | None = None, release_family: str | None = None) -> dict:
+    """Export what a restart would lose and write the plan (module docstring) into ``output``; returns the
+    plan. ``output`` must be outside the store and must not hold a plan yet."""
+    layouts = discover(store)
+    if len(layouts) != 1:
+        raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
+    layout = layouts[0]
+    out = outside_stores(output, store_roots(layouts), "plan directory")
+    if (out / "plan.json").exists():
+        raise OutputError(f"{out / 'plan.json'} already exists: give an empty or new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
+    root = Path(layout.files.root or layout.files.commitlog_dir.parent)
+    po = doc["process_offset"]
+    actions, touched = [], []
+    lost_file = out / "lost-messages.parquet"
+    delay_levels = resolve(layout, options, broker_conf).message_delay_level
+    exported = export_lost(layout, po, lost_file, delay_levels) if po is not None else 0
+    actions.append({"action": "export", "what": "every valid, CRC-correct message the restart would lose",
+                    "file": str(lost_file), "messages": exported})
+    if po is not None and doc["stop"]["file"]:
+        stop = root / doc["stop"]["file"]
+        if doc["commitlog_bytes_cut"] or doc["lost"]["messages"]:
+            actions.append({"action": "cut", "file": doc["stop"]["file"], "at": doc["stop"]["file_position"],
+                            "why": doc["stop"]["reason"],
+                            "how": "zero the bytes from this position to the end of the segment"})
+            touched.append(stop)
+    if doc["commitlog_files_deleted"]:
+        actions.append({"action": "delete", "files": doc["commitlog_files_deleted"],
+                        "why": "segments after the end of the log, which RocketMQ deletes"})
+        touched += [root / f for f in doc["commitlog_files_deleted"]]
+    actions.append({"action": "rebuild", "what": "consumequeue/ and index/ from the cut CommitLog",
+                    "how": "rocketstore rebuild (byte for byte what RocketMQ writes), then swap directories"})
+    for name in ("checkpoint", "abort"):
+        if (root / name).exists():
+            touched.append(root / name)
+    actions.append({"action": "write_checkpoint", "what": "physic/logics/index timestamps of the last record kept"})
+    if doc["shutdown"] == "abnormal":
+        actions.append({"action": "remove", "file": "abort", "when": "after every other step succeeded"})
+    plan = {"plan_version": PLAN_VERSION, "store": str(root), "made_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "rocketmq_version": doc["rocketmq_version"], "process_offset": po,
+            "checksums": {os.path.relpath(p, root): sha256(p) for p in touched if p.is_file()},
+            "actions": actions, "report": doc}
+    tmp = out / ".plan.json.tmp"
+    tmp.write_text(json.dumps(plan, indent=1, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, out / "plan.json")
+    return plan
