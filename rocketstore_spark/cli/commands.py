@@ -30,6 +30,8 @@ broker_conf_option = click.option("--broker-conf", type=click.Path(exists=True, 
 version_option = click.option("--rocketmq-version", help="the broker's release, e.g. 4.9.8 or 5.5.1 (default: "
                                                          "detected from the store)")
 json_option = click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
+family_option = click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
+                             help="mirror this family's recovery regardless of the release")
 
 
 # ------------------------------------------------------------------------------------------- inspect
@@ -247,8 +249,7 @@ def recover():
 @click.argument("store")
 @broker_conf_option
 @version_option
-@click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
-              help="mirror this family's recovery regardless of the release")
+@family_option
 @json_option
 def recover_report(store, broker_conf, rocketmq_version, release_family, as_json):
     """Simulate the broker's recovery without touching the store: where the log would end, what would be cut
@@ -275,8 +276,7 @@ def recover_report(store, broker_conf, rocketmq_version, release_family, as_json
               help="directory for plan.json and lost-messages.parquet (outside the store)")
 @broker_conf_option
 @version_option
-@click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
-              help="mirror this family's recovery regardless of the release")
+@family_option
 @json_option
 def recover_plan(store, output, broker_conf, rocketmq_version, release_family, as_json):
     """Export every message a restart would lose (Parquet, every column) and write the repair plan — the
