@@ -1,5 +1,6 @@
-"""``rocketstore inspect | verify | offsets | recover report | rebuild``: thin commands over the library
-(verify.store, verify.offsets, recovery.report, rebuild.output), in-process, read-only."""
+"""``rocketstore inspect | verify | offsets | recover report|plan|apply|rollback | rebuild``: thin commands over
+the library (verify.store, verify.offsets, recovery.report/plan/apply, rebuild.output), in-process. Only
+``recover apply`` and ``rollback`` change anything: into a new directory, or the store with --in-place."""
 from __future__ import annotations
 
 import csv
@@ -241,8 +242,8 @@ def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, a
 
 @click.group("recover")
 def recover():
-    """What RocketMQ's next start would do to a store (report), and a repair plan with the export of what it
-    would lose (plan); applying a plan comes later."""
+    """What RocketMQ's next start would do to a store (report); a repair plan with the export of what it would
+    lose (plan); the plan carried out into a copy or, on request, in place (apply), and undone (rollback)."""
 
 
 @recover.command("report")
@@ -299,6 +300,85 @@ def recover_plan(store, output, broker_conf, rocketmq_version, release_family, a
             line(f"  {k}. {a['action']}: {detail}")
         line("Nothing was changed in the store.")
     sys.exit(PROBLEMS if harmful(plan["report"]) else 0)
+
+
+def _apply_errors(fn, *args, **kwargs):
+    """Run an apply/rollback step: a refusal is a usage error (exit 2), a failure while building exit 1; each
+    one line."""
+    from rocketstore_spark.recovery.apply import ApplyFailed, ApplyRefused
+    try:
+        return fn(*args, **kwargs)
+    except ApplyRefused as e:
+        click.echo(f"rocketstore: {e}", err=True)
+        sys.exit(2)
+    except ApplyFailed as e:
+        click.echo(f"rocketstore: {e}", err=True)
+        sys.exit(1)
+
+
+@recover.command("apply")
+@click.argument("plan_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--output", type=click.Path(file_okay=False),
+              help="build the repaired store here (a new or empty directory outside the store); the store is "
+                   "only read")
+@click.option("--in-place", is_flag=True, help="replace the store itself (atomically; the old one is kept as a "
+                                               "backup beside it)")
+@click.option("--backup", type=click.Path(file_okay=False),
+              help="with --in-place: where the old store goes (default NAME.before-repair-PLANID beside it; same "
+                   "filesystem)")
+@json_option
+def recover_apply(plan_dir, output, in_place, backup, as_json):
+    """Carry out a repair plan: build the repaired store whole (cut segment zero-filled, later segments left
+    out, ConsumeQueues and IndexFiles rebuilt, a matching checkpoint, no abort), check that RocketMQ would
+    start it without cutting anything more, then publish it with one rename. Refused when the store changed
+    since the plan was made or a broker runs on it. Running it again finishes an interrupted apply.
+
+    
+    Examples:
+      rocketstore recover plan tests/golden/rocketmq-4.9.8/corrupt-body/store --output /tmp/plan
+      rocketstore recover apply /tmp/plan --output /tmp/repaired-store
+      rocketstore recover apply /tmp/plan --in-place        # then: rocketstore recover rollback /tmp/plan
+    """
+    from rocketstore_spark.recovery.apply import apply_plan
+    if in_place == (output is not None):
+        raise click.UsageError("give either --output DIR (a repaired copy) or --in-place")
+    if backup and not in_place:
+        raise click.UsageError("--backup goes with --in-place")
+    receipt = _apply_errors(apply_plan, plan_dir, output=output, in_place=in_place, backup=backup)
+    if as_json:
+        emit_json(receipt)
+        return
+    if receipt.get("already_applied"):
+        line(f"Already applied: {receipt['target']} is the repaired store (nothing done).")
+        return
+    staged = receipt["staged"]
+    line(f"Repaired store published at {receipt['target']}"
+         + (f"; the old store is kept at {receipt['backup']}" if receipt["mode"] == "in-place" else
+            "; the store itself was not changed"))
+    line(f"  CommitLog ends at {receipt['process_offset']}; {staged['cut']} segment cut, {staged['copied']} "
+         f"files copied, {staged['linked']} linked; {staged['consumequeues']} ConsumeQueues and "
+         f"{staged['index_files']} IndexFiles rebuilt")
+    line(f"  RocketMQ would start it normally from {receipt['recovery_after']['start_file']} and cut nothing "
+         f"more; {receipt['lost_messages']} messages the cut dropped are in {plan_dir}/lost-messages.parquet")
+
+
+@recover.command("rollback")
+@click.argument("plan_dir", type=click.Path(exists=True, file_okay=False))
+@json_option
+def recover_rollback(plan_dir, as_json):
+    """Undo an in-place apply: the old store goes back in place, the repaired one is kept beside it.
+
+    
+    Example:
+      rocketstore recover rollback /tmp/plan
+    """
+    from rocketstore_spark.recovery.apply import rollback
+    journal = _apply_errors(rollback, plan_dir)
+    if as_json:
+        emit_json(journal)
+    else:
+        line(f"Rolled back: {journal['target']} is the store as it was before the repair; the repaired one is "
+             f"kept at {journal['repaired_kept']}")
 
 
 # ------------------------------------------------------------------------------------------- rebuild

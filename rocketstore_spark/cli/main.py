@@ -22,6 +22,8 @@ Examples (from the repository root, on the bundled sample stores):
   rocketstore audit tests/golden/rocketmq-4.9.8/corrupt-body/store
   rocketstore verify tests/golden/rocketmq-4.9.8/corrupt-body/store
   rocketstore recover report tests/golden/rocketmq-5.5.1/torn-tail/store --json
+  rocketstore recover plan tests/golden/rocketmq-4.9.8/corrupt-body/store --output /tmp/plan
+  rocketstore recover apply /tmp/plan --output /tmp/repaired-store
   rocketstore offsets tests/golden/rocketmq-5.5.1/consumer-offsets/store --reset-plan to-earliest
   rocketstore query tests/golden/rocketmq-5.5.1/clean/store --topic TopicTest --key order-1
   rocketstore dump tests/golden/rocketmq-5.5.1/clean/store/commitlog/00000000000000000000 --count 5

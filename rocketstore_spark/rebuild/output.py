@@ -295,6 +295,16 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     ``rocketmqVersion``), over ``broker_conf`` (a broker.conf path), over what the store shows
     (``rebuild.settings``)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
+    queues, index_files, records, findings = write_rebuild(layout, out, settings)
+    return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
+                         compare(layout.files, out))
+
+
+def write_rebuild(layout: StoreLayout, out: Path, settings: RebuildSettings) \
+        -> tuple[list[QueueResult], list[str], int, list[Finding]]:
+    """Write ``out/consumequeue`` and (with an index geometry) ``out/index`` for ``layout``'s CommitLog with
+    ``settings``: (queues, IndexFile names, records read, findings). Neither directory may exist yet; on
+    failure both are removed. The caller has checked ``out`` (``prepare``, or the repair's own staging)."""
     findings: list[Finding] = []
     queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, findings)
     index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None
@@ -311,8 +321,8 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
         if index is not None:
             index.close()
     except BaseException:
-        for sub in ("consumequeue", "index"):          # check_output made sure neither existed before
+        for sub in ("consumequeue", "index"):          # neither existed before (the caller checked)
             shutil.rmtree(out / sub, ignore_errors=True)
         raise
-    return RebuildResult(layout.name, out, settings, sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-                         index.files if index is not None else [], records, findings, compare(layout.files, out))
+    return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
+            index.files if index is not None else [], records, findings)

@@ -4,11 +4,21 @@ writes only into an output directory outside it).
 
 ``make_plan(store, output)`` writes ``OUTPUT/lost-messages.parquet`` (every column of the ``rocketmq`` source
 for each valid, CRC-correct record at or after the recovery report's ``process_offset``: enough to publish
-them again) and ``OUTPUT/plan.json`` (``PLAN_VERSION`` 1): the recovery report it was made from, the sha256 of
-every store file the actions touch (an ``apply`` must refuse a store that changed since), and the actions in
-order — export, cut the CommitLog where RocketMQ would, delete the later segments, rebuild ConsumeQueues and
-IndexFiles from the cut log (``rebuild.output``), write a checkpoint that matches it, remove ``abort``. The
-plan is data for an operator (and for the ``apply`` step to come); nothing here changes the store.
+them again) and ``OUTPUT/plan.json`` (``PLAN_VERSION`` 2):
+
+    plan_id, store, made_at, rocketmq_version, process_offset
+    settings        how the plan was made (broker settings given, broker.conf, release family): ``apply``
+                    resolves the same ones
+    export          the export file, its message count and sha256 (``apply`` refuses a missing or changed one)
+    inventory       every file of the store: relative path -> [size, mtime_ns]
+    checksums       the sha256 of every store file the actions change
+    actions         in order: export, cut the CommitLog where RocketMQ would, delete the later segments,
+                    rebuild ConsumeQueues and IndexFiles from the cut log (``rebuild.output``), write a
+                    checkpoint that matches it, remove ``abort``
+    report          the recovery report the plan was made from
+
+``recovery.apply`` carries it out (into a copy, or in place on request) and refuses a store whose inventory or
+checksums changed since. Nothing here changes the store.
 """
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -30,7 +41,7 @@ from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.segment_reader import SegmentReader
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 EXPORT_COLUMNS = tuple(c for c in DECODED if c not in ("segment_base_offset",))
 
 
@@ -40,6 +51,29 @@ def sha256(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def inventory(root: Path) -> dict[str, list[int]]:
+    """Every regular file under ``root``: relative path -> [size, mtime_ns] (symlinks are not followed)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, root)] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def dirty_after(path: Path, position: int) -> bool:
+    """Whether segment ``path`` holds a non-zero byte at or after ``position`` (a torn record, damage, records
+    past the end): such a tail is zero-filled by the cut, as a log RocketMQ ends cleanly is."""
+    size = os.path.getsize(path)
+    if position >= size:
+        return False
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    step = 1 << 24
+    return any(data[at:min(at + step, size)].any() for at in range(position, size, step))
 
 
 def export_lost(layout, process_offset: int, target: Path, delay_levels: str) -> int:
@@ -79,18 +113,24 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
     root = Path(layout.files.root or layout.files.commitlog_dir.parent)
     po = doc["process_offset"]
-    actions, touched = [], []
+    actions, touched, alternatives = [], [], []
     lost_file = out / "lost-messages.parquet"
     delay_levels = resolve(layout, options, broker_conf).message_delay_level
-    exported = export_lost(layout, po, lost_file, delay_levels) if po is not None else 0
+    exported = export_lost(layout, po if po is not None else 0, lost_file, delay_levels)   # no log: nothing
     actions.append({"action": "export", "what": "every valid, CRC-correct message the restart would lose",
                     "file": str(lost_file), "messages": exported})
     if po is not None and doc["stop"]["file"]:
         stop = root / doc["stop"]["file"]
-        if doc["commitlog_bytes_cut"] or doc["lost"]["messages"]:
+        if doc["commitlog_bytes_cut"] or doc["lost"]["messages"] or dirty_after(stop, doc["stop"]["file_position"]):
             actions.append({"action": "cut", "file": doc["stop"]["file"], "at": doc["stop"]["file_position"],
                             "why": doc["stop"]["reason"],
                             "how": "zero the bytes from this position to the end of the segment"})
+            if "BODYCRC" in (doc["stop"]["reason"] or ""):
+                alternatives.append(
+                    "The log ends at a record whose body fails its CRC. Cutting there loses the valid messages "
+                    "after it (exported). To keep them in the log instead, restart the broker once with "
+                    "checkCRCOnRecover=false: RocketMQ then reads on past the damaged record and serves its "
+                    "corrupt body as it is; run `rocketstore recover report` with that setting first.")
             touched.append(stop)
     if doc["commitlog_files_deleted"]:
         actions.append({"action": "delete", "files": doc["commitlog_files_deleted"],
@@ -104,10 +144,15 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     actions.append({"action": "write_checkpoint", "what": "physic/logics/index timestamps of the last record kept"})
     if doc["shutdown"] == "abnormal":
         actions.append({"action": "remove", "file": "abort", "when": "after every other step succeeded"})
-    plan = {"plan_version": PLAN_VERSION, "store": str(root), "made_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            "rocketmq_version": doc["rocketmq_version"], "process_offset": po,
+    made_at = dt.datetime.now(dt.timezone.utc)
+    plan = {"plan_version": PLAN_VERSION, "plan_id": made_at.strftime("%Y%m%dT%H%M%S%fZ"), "store": str(root),
+            "made_at": made_at.isoformat(), "rocketmq_version": doc["rocketmq_version"], "process_offset": po,
+            "settings": {"options": dict(options or {}), "broker_conf": broker_conf and os.path.abspath(broker_conf),
+                         "release_family": release_family},
+            "export": {"file": lost_file.name, "messages": exported, "sha256": sha256(lost_file)},
+            "inventory": inventory(root),
             "checksums": {os.path.relpath(p, root): sha256(p) for p in touched if p.is_file()},
-            "actions": actions, "report": doc}
+            "actions": actions, "alternatives": alternatives, "report": doc}
     tmp = out / ".plan.json.tmp"
     tmp.write_text(json.dumps(plan, indent=1, ensure_ascii=False, default=str) + "\n")
     os.replace(tmp, out / "plan.json")

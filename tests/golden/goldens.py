@@ -45,6 +45,14 @@ class Golden:
         path = self.path / "config-manifest.json"
         return json.loads(path.read_text()) if path.exists() else None
 
+    @property
+    def settings(self) -> dict:
+        """The broker settings the store was written with, as serve_check takes them."""
+        geometry = self.manifest["geometry"]
+        return {"mappedFileSizeConsumeQueue": geometry["mapped_file_size_consume_queue"],
+                "maxHashSlotNum": geometry["max_hash_slot_num"], "maxIndexNum": geometry["max_index_num"],
+                "messageDelayLevel": geometry["message_delay_level"]}
+
 
 def all_goldens(root: Path = GOLDEN_ROOT) -> list[Golden]:
     found = []

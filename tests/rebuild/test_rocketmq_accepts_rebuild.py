@@ -34,13 +34,6 @@ CQ_ENTRY = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")]) 
 META = ("expect", "kind")            # what a query says for the checks, not sent to RocketMQ
 
 
-def golden_settings(g: Golden) -> dict:
-    geometry = g.manifest["geometry"]
-    return {"mappedFileSizeConsumeQueue": geometry["mapped_file_size_consume_queue"],
-            "maxHashSlotNum": geometry["max_hash_slot_num"], "maxIndexNum": geometry["max_index_num"],
-            "messageDelayLevel": geometry["message_delay_level"]}
-
-
 def copy_store(src: Path, dst: Path, queues_and_index: bool = True) -> Path:
     shutil.copytree(src, dst, ignore=None if queues_and_index else shutil.ignore_patterns("consumequeue", "index"))
     return dst
@@ -217,7 +210,7 @@ def first_index_difference(ours: list[Path], theirs: list[Path], slots: int) -> 
 @pytest.mark.slow
 @pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.version)
 def test_rocketmq_answers_from_our_rebuild_as_from_its_own_files(g, tmp_path):
-    settings = golden_settings(g)
+    settings = g.settings
     rebuilt = our_rebuild(g, settings, tmp_path / "ours")
     ours = with_queues_from(g, rebuilt, tmp_path / "ours-store")
     original = copy_store(g.store, tmp_path / "original-store")

@@ -1,0 +1,508 @@
+"""Carrying out a repair plan (``recovery.plan``): the repaired store is built whole under a staging name,
+checked, then published with one rename, so a store is never a mix of old and new files (driver or CLI).
+
+``apply_plan(plan_dir, output=DIR)`` — the default way — writes the repaired store to DIR, a new or empty
+directory outside the store; the store itself is only read. ``apply_plan(plan_dir, in_place=True)`` replaces
+the store: the repaired store is staged beside it (same parent directory, same filesystem; CommitLog segments
+that do not change are hard links, so staging costs only what changes), then exchanged with it in one atomic
+``renameat2(RENAME_EXCHANGE)``; the old store stays whole under the backup name (default
+``NAME.before-repair-PLANID`` beside it) and ``rollback(plan_dir)`` exchanges it back.
+
+Steps, each recorded in the journal ``PLAN_DIR/apply.json`` before it starts:
+
+1. check    the plan's version; its export present and unchanged (the messages a cut loses are safe first);
+            no broker holding the store's ``lock``; every file the plan saw unchanged (size and mtime; the
+            sha256 of those the actions change);
+2. stage    the store's files copied (in place: segments hard-linked) except ``consumequeue/``, ``index/``,
+            ``checkpoint``, ``abort`` and the segments the plan deletes; the cut segment copied up to the cut
+            and zero-filled after it (as RocketMQ's own zero fill ends a log); the last segment always copied
+            (the broker appends to it); ``consumequeue/`` and ``index/`` rebuilt from the staged CommitLog
+            (``rebuild.output.write_rebuild``, the plan's settings: byte for byte what RocketMQ writes); a
+            ``checkpoint`` whose times are the last kept record's; every file and directory fsynced;
+3. gate     the recovery report of the staged store must say RocketMQ starts it normally, ends its log at the
+            plan's ``process_offset``, and cuts, deletes and loses nothing — otherwise nothing is published;
+4. publish  a copy: staging renamed to OUTPUT. In place: staging and store exchanged, then the old store (now
+            at the staging name) renamed to the backup name. Where the filesystem cannot exchange, two renames
+            (store -> backup, staging -> store) with the journal saying which is done.
+
+A run killed anywhere leaves the store whole (before the exchange) or repaired (after it) and OUTPUT absent or
+complete; the next ``apply_plan`` removes a staging directory a killed run left, finishes a publication
+interrupted after the exchange, and does nothing for a plan already applied. An error (no space left, an I/O
+error) removes the staging directory and leaves everything as it was.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import shutil
+import struct
+import time
+from pathlib import Path
+
+from rocketstore_spark.codec import checkpoint as checkpoint_codec
+from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
+from rocketstore_spark.rebuild.output import write_rebuild
+from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.recovery.plan import PLAN_VERSION, inventory, sha256
+from rocketstore_spark.recovery.report import harmful, recovery_report
+from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.files import read_checkpoint
+from rocketstore_spark.store.outputs import OutputError, outside_stores
+from rocketstore_spark.verify.segments import scan_segment
+
+JOURNAL = "apply.json"
+CHUNK = 1 << 20
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+NOT_COPIED = ("consumequeue", "index", "checkpoint", "abort")     # rebuilt, rewritten or removed
+
+
+class ApplyRefused(ValueError):
+    """The plan cannot be applied as asked (changed store, live broker, bad target): nothing was written."""
+
+
+class ApplyFailed(RuntimeError):
+    """Applying failed while staging or checking (no space, I/O error, a staged store RocketMQ would cut):
+    the staging directory was removed and the store and target are as they were."""
+
+
+def _reached(step: str) -> None:
+    """Called after each step of an apply or rollback and after each staged file (``"file"``): the point
+    where the fault-injection tests kill the process. Does nothing."""
+
+
+# --------------------------------------------------------------------------------------------- durable I/O
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    """``obj`` to ``path`` atomically and durably (temporary name, fsync, rename, directory fsync)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, ensure_ascii=False, default=str)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                fd = os.open(p, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        _fsync_dir(Path(dirpath))
+
+
+def _copy_cut(src: str, dst: Path, at: int) -> None:
+    """``src``'s first ``at`` bytes, then zeros to its full size (a segment keeps its preallocated size)."""
+    size = os.path.getsize(src)
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        left = at
+        while left > 0:
+            chunk = fi.read(min(CHUNK, left))
+            if not chunk:
+                break
+            fo.write(chunk)
+            left -= len(chunk)
+        zeros = bytes(CHUNK)
+        left = size - fo.tell()
+        while left > 0:
+            fo.write(zeros[:min(CHUNK, left)])
+            left -= min(CHUNK, left)
+        fo.flush()
+        os.fsync(fo.fileno())
+    shutil.copystat(src, dst)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the directory entries ``a`` and ``b`` in one atomic step (``renameat2(RENAME_EXCHANGE)``); False
+    where the C library, kernel or filesystem cannot (then nothing happened)."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        _fsync_dir(a.parent)
+        if b.parent != a.parent:
+            _fsync_dir(b.parent)
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def _rename(a: Path, b: Path) -> None:
+    os.rename(a, b)
+    _fsync_dir(b.parent)
+
+
+def broker_holds_lock(root: Path) -> bool:
+    """Whether a process holds a POSIX lock on the store's ``lock`` file, as a running broker does
+    (``FileChannel.tryLock``); asked with ``F_GETLK`` on a read-only descriptor, which takes no lock."""
+    path = root / "lock"
+    if not path.is_file():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        ask = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, ask)
+        return struct.unpack("hhqqi", answer)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
+def _ino(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------- plan
+
+def load_plan(plan_dir: Path) -> dict:
+    path = plan_dir / "plan.json"
+    if not path.is_file():
+        raise ApplyRefused(f"{path}: no plan there (make one with `rocketstore recover plan STORE --output DIR`)")
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise ApplyRefused(f"{path}: not a plan: {e}") from None
+    if plan.get("plan_version") != PLAN_VERSION:
+        raise ApplyRefused(f"{path}: plan version {plan.get('plan_version')!r}, this version applies "
+                           f"{PLAN_VERSION}: make a new plan")
+    return plan
+
+
+def plan_settings(plan: dict, layout: StoreLayout) -> RebuildSettings:
+    """The broker settings the plan was made with, resolved again against the (unchanged) store."""
+    s = plan["settings"]
+    return resolve(layout, s["options"] or None, s["broker_conf"])
+
+
+def check_store(plan: dict, plan_dir: Path) -> None:
+    """Step 1 (module docstring): ApplyRefused naming what is wrong."""
+    store = Path(plan["store"])
+    if not store.is_dir():
+        raise ApplyRefused(f"{store}: the plan's store is not there")
+    export = plan_dir / plan["export"]["file"]
+    if not export.is_file() or sha256(export) != plan["export"]["sha256"]:
+        raise ApplyRefused(f"{export}: the export of the messages the repair loses is missing or changed; it is "
+                           "what makes the cut safe: make a new plan")
+    if broker_holds_lock(store):
+        raise ApplyRefused(f"{store / 'lock'}: a process holds the store's lock — a broker is running on it; stop "
+                           "it first")
+    now = inventory(store)
+    seen = plan["inventory"]
+    changed = sorted(set(now) ^ set(seen)) + sorted(p for p in set(now) & set(seen) if now[p] != seen[p])
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise ApplyRefused(f"{store}: the store changed since the plan was made ({', '.join(changed[:3])}{more}): "
+                           "make a new plan")
+    for rel, digest in plan["checksums"].items():
+        if sha256(store / rel) != digest:
+            raise ApplyRefused(f"{store / rel}: its content changed since the plan was made: make a new plan")
+
+
+# ---------------------------------------------------------------------------------------------- staging
+
+def stage(plan: dict, staging: Path, settings: RebuildSettings, link: bool) -> dict:
+    """Step 2 into ``staging`` (which must not exist): what was staged."""
+    store = Path(plan["store"])
+    report = plan["report"]
+    deleted = set(report["commitlog_files_deleted"])
+    cut = next((a for a in plan["actions"] if a["action"] == "cut"), None)
+    layout = discover(str(store))[0]
+    kept = [os.path.relpath(s.path, store) for s in layout.segments
+            if os.path.relpath(s.path, store) not in deleted]
+    appended_to = kept[-1] if kept else None
+    staging.mkdir()
+    counts = {"copied": 0, "linked": 0, "cut": 0}
+    for dirpath, dirnames, filenames in os.walk(store):
+        rel_dir = os.path.relpath(dirpath, store)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d not in NOT_COPIED]
+        dirnames.sort()
+        for d in dirnames:
+            (staging / rel_dir / d).mkdir()
+            shutil.copystat(os.path.join(dirpath, d), staging / rel_dir / d)
+        for name in sorted(filenames):
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if rel in NOT_COPIED or rel in deleted:
+                continue
+            src, dst = os.path.join(dirpath, name), staging / rel
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), dst)
+            elif cut is not None and rel == cut["file"]:
+                _copy_cut(src, dst, cut["at"])
+                counts["cut"] += 1
+            elif link and rel in kept and rel != appended_to and _link(src, dst):
+                counts["linked"] += 1
+            else:
+                shutil.copy2(src, dst)
+                counts["copied"] += 1
+            _reached("file")
+    staged = discover(str(staging))[0]
+    queues, index_files, _, findings = write_rebuild(staged, staging, settings)
+    counts |= {"consumequeues": len(queues), "index_files": len(index_files),
+               "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"]}
+    last_ms = _last_store_time(staged)
+    original = read_checkpoint(layout.files).checkpoint
+    (staging / "checkpoint").write_bytes(_checkpoint(original, last_ms, plan["process_offset"] or 0, report))
+    _fsync_tree(staging)
+    return counts
+
+
+def _link(src: str, dst: Path) -> bool:
+    try:
+        os.link(src, dst)
+        return True
+    except OSError as e:
+        if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            return False                     # a filesystem without hard links here: copied instead
+        raise
+
+
+def _last_store_time(layout: StoreLayout) -> int:
+    """The store time of the last record of the staged (cut) CommitLog; 0 when it holds none."""
+    for k in range(len(layout.segments) - 1, -1, -1):
+        seg = layout.segments[k]
+        s = scan_segment(seg.path, seg.base_offset, check_crc=False, followed=layout.followed(k))
+        if s.records and s.last_store_timestamp is not None:
+            return s.last_store_timestamp
+    return 0
+
+
+def _checkpoint(original: dict | None, last_ms: int, process_offset: int, report: dict) -> bytes:
+    """The staged store's checkpoint: everything up to the last kept record is in the CommitLog, the
+    ConsumeQueues and the IndexFiles, so its three times are that record's. 5.x offsets are kept, bounded by
+    the new end of the log (the 5.5.x logics offset becomes that end: dispatch is complete); a 4.x
+    checkpoint keeps its 5.x bytes zero (they tell a 5.x store)."""
+    fields = {"physic_msg_timestamp": last_ms, "logics_msg_timestamp": last_ms, "index_msg_timestamp": last_ms}
+    if original and report["rocketmq_version"] != "4.9.x":
+        for name in ("master_flushed_offset", "confirm_phy_offset"):
+            fields[name] = min(original[name], process_offset)
+        if original["logics_physical_offset"] > 0:
+            fields["logics_physical_offset"] = process_offset
+    return checkpoint_codec.encode(**fields)
+
+
+def gate(plan: dict, staging: Path, settings: RebuildSettings) -> dict:
+    """Step 3: the staged store's recovery report, or ApplyFailed saying what RocketMQ would still do."""
+    options = {k: settings.values[k] for k in STORE_SETTINGS} | {"rocketmqVersion": str(settings.release)}
+    doc, _ = recovery_report(str(staging), options=options, release_family=plan["settings"]["release_family"])
+    problems = []
+    if doc["shutdown"] != "normal":
+        problems.append("it would start as after a crash")
+    if doc["process_offset"] != plan["process_offset"]:
+        problems.append(f"its log would end at {doc['process_offset']}, not {plan['process_offset']} "
+                        f"({doc['stop']['file']} at {doc['stop']['file_position']}: {doc['stop']['reason']})")
+    if harmful(doc) or doc["index_files_deleted"]:
+        problems.append(f"it would still cut or lose data (lost {doc['lost']['messages']} messages, "
+                        f"{doc['commitlog_bytes_cut']} CommitLog bytes cut, IndexFiles deleted "
+                        f"{doc['index_files_deleted']})")
+    if problems:
+        raise ApplyFailed(f"the repaired store was not published: RocketMQ would not start it cleanly: "
+                          f"{'; '.join(problems)}")
+    return doc
+
+
+# ---------------------------------------------------------------------------------------------- apply
+
+def apply_plan(plan_dir: str | os.PathLike, *, output: str | os.PathLike | None = None, in_place: bool = False,
+               backup: str | os.PathLike | None = None) -> dict:
+    """Apply the plan in ``plan_dir`` (module docstring): into ``output`` (a new or empty directory outside
+    the store), or with ``in_place`` onto the store itself keeping the old one at ``backup``. Returns the
+    receipt (also in ``plan_dir/apply.json``). Raises ApplyRefused or ApplyFailed with one-line reasons."""
+    started = time.monotonic()
+    plan_dir = Path(os.path.abspath(plan_dir))
+    plan = load_plan(plan_dir)
+    store = Path(plan["store"])
+    if in_place == (output is not None):
+        raise ApplyRefused("give either an output directory (a repaired copy) or in-place, not both or neither")
+    pid = plan["plan_id"]
+    if in_place:
+        target = store
+        backup = Path(os.path.abspath(backup)) if backup else store.parent / f"{store.name}.before-repair-{pid}"
+    else:
+        try:
+            target = outside_stores(output, [store], "repaired store's directory")
+        except OutputError as e:
+            raise ApplyRefused(str(e)) from None
+        backup = None
+    staging = target.parent / f".{target.name}.repair-{pid}"
+    journal_path = plan_dir / JOURNAL
+    journal = json.loads(journal_path.read_text()) if journal_path.is_file() else None
+
+    if journal is not None and journal.get("phase") != "staging" and journal["target"] != str(target):
+        raise ApplyRefused(f"{journal_path}: this plan was applied into {journal['target']} already; make a new "
+                           "plan to repair the store elsewhere")
+    if journal is not None:
+        done = _resume(journal, journal_path)
+        if done is not None:
+            return done
+    _check_target(plan, target, staging, backup, in_place)
+    check_store(plan, plan_dir)
+    layout = discover(str(store))[0]
+    settings = plan_settings(plan, layout)
+    journal = {"phase": "staging", "mode": "in-place" if in_place else "copy", "store": str(store),
+               "target": str(target), "staging": str(staging), "backup": backup and str(backup)}
+    _write_json(journal_path, journal)
+    try:
+        staged = stage(plan, staging, settings, link=in_place)
+        _reached("staged")
+        after = gate(plan, staging, settings)
+        _reached("checked")
+    except BaseException as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        journal_path.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise ApplyFailed(f"{e.filename or staging}: {e.strerror or e} while building the repaired store; "
+                              f"nothing was changed and the staging directory was removed") from e
+        raise
+    journal |= {"phase": "staged", "staging_ino": _ino(staging), "store_ino": _ino(store),
+                "staged": staged, "process_offset": plan["process_offset"],
+                "lost_messages": plan["export"]["messages"], "recovery_after": {
+                    k: after[k] for k in ("shutdown", "start_file", "process_offset", "stop")}}
+    _write_json(journal_path, journal)
+    _reached("journaled")
+    receipt = _publish(journal, journal_path)
+    receipt["seconds"] = round(time.monotonic() - started, 3)
+    return receipt
+
+
+def _check_target(plan: dict, target: Path, staging: Path, backup: Path | None, in_place: bool) -> None:
+    store = Path(plan["store"])
+    if in_place:
+        parent = store.parent
+        if os.stat(store).st_dev != os.stat(parent).st_dev:
+            raise ApplyRefused(f"{store} is a mount point: an in-place repair swaps the store directory with its "
+                               "repaired copy in one rename, which a mount point cannot take; apply into a copy "
+                               "(--output DIR) and move it yourself")
+        if not os.access(parent, os.W_OK):
+            raise ApplyRefused(f"{parent}: not writable: an in-place repair stages the repaired store there")
+        if backup.exists():
+            raise ApplyRefused(f"{backup}: the backup's place is taken: give another one")
+        if backup.parent != store.parent and os.stat(backup.parent).st_dev != os.stat(store.parent).st_dev:
+            raise ApplyRefused(f"{backup}: the backup must be on the store's filesystem (the old store is moved "
+                               "there, not copied)")
+        try:
+            outside_stores(backup, [store], "backup")
+        except OutputError as e:
+            raise ApplyRefused(str(e)) from None
+    elif target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ApplyRefused(f"{target}: exists and is not an empty directory: give a new one")
+    if staging.exists():                     # a killed run's leftovers (its journal said so, or was lost)
+        shutil.rmtree(staging)
+
+
+def _publish(journal: dict, journal_path: Path) -> dict:
+    """Step 4 from a staged journal; also finishes one interrupted part-way (the inodes say how far)."""
+    staging, target = Path(journal["staging"]), Path(journal["target"])
+    new_ino, old_ino = journal["staging_ino"], journal["store_ino"]
+    if journal["mode"] == "copy":
+        if _ino(target) != new_ino:
+            if target.is_dir() and not any(target.iterdir()):
+                target.rmdir()
+            _rename(staging, target)
+    else:
+        backup = Path(journal["backup"])
+        if _ino(target) == old_ino and _ino(staging) == new_ino:
+            if broker_holds_lock(target):
+                raise ApplyRefused(f"{target / 'lock'}: a broker started on the store meanwhile; stop it first")
+            if exchange(staging, target):
+                _reached("exchanged")
+            else:
+                journal["exchange"] = "two renames (the filesystem cannot exchange)"
+                _rename(target, backup)
+                _reached("moved-old")
+        if _ino(target) is None and _ino(backup) == old_ino:
+            _rename(staging, target)             # the second of the two renames
+        if _ino(target) == new_ino and _ino(staging) == old_ino:
+            _rename(staging, backup)
+        if not (_ino(target) == new_ino and _ino(backup) == old_ino):
+            raise ApplyFailed(f"{target}: neither the store nor its repaired copy is where the journal "
+                              f"{journal_path} says; nothing more was done (look at {staging} and {backup})")
+    journal["phase"] = "applied"
+    journal["applied_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    _write_json(journal_path, journal)
+    _reached("applied")
+    return dict(journal)
+
+
+def _resume(journal: dict, journal_path: Path) -> dict | None:
+    """What a journal left by an earlier run means: the receipt of a finished apply, a finished publication,
+    or None (start again: a staging a killed run left is removed)."""
+    phase = journal.get("phase")
+    if phase == "applied":
+        if _ino(Path(journal["target"])) == journal["staging_ino"]:
+            return dict(journal) | {"already_applied": True}
+        raise ApplyRefused(f"{journal_path}: this plan was applied, but {journal['target']} is no longer the "
+                           "store it made: make a new plan")
+    if phase in ("rolled-back", "rolling-back"):
+        raise ApplyRefused(f"{journal_path}: this plan was applied and rolled back: make a new plan")
+    if phase == "staged":
+        return _publish(journal, journal_path)
+    shutil.rmtree(journal["staging"], ignore_errors=True)        # "staging": killed while staging or checking
+    journal_path.unlink(missing_ok=True)
+    return None
+
+
+def rollback(plan_dir: str | os.PathLike) -> dict:
+    """Undo an in-place apply: the old store (at the backup name) goes back in place, the repaired one is kept
+    as ``NAME.repaired-PLANID`` beside it. Anything a broker wrote to the repaired store since stays there."""
+    plan_dir = Path(os.path.abspath(plan_dir))
+    journal_path = plan_dir / JOURNAL
+    if not journal_path.is_file():
+        raise ApplyRefused(f"{plan_dir}: this plan was never applied")
+    journal = json.loads(journal_path.read_text())
+    if journal.get("mode") != "in-place":
+        raise ApplyRefused(f"{plan_dir}: this plan was applied into a copy ({journal.get('target')}); the store "
+                           "itself was never changed: delete the copy if it is not wanted")
+    target, backup = Path(journal["target"]), Path(journal["backup"])
+    kept = target.parent / f"{target.name}.repaired-{load_plan(plan_dir)['plan_id']}"
+    new_ino, old_ino = journal["staging_ino"], journal["store_ino"]
+    if journal["phase"] == "applied":
+        if _ino(target) != new_ino or _ino(backup) != old_ino:
+            raise ApplyRefused(f"{target}: the repaired store or the backup {backup} was moved since the apply; "
+                               "nothing was done")
+    elif journal["phase"] != "rolling-back":
+        raise ApplyRefused(f"{plan_dir}: nothing to roll back (the apply is {journal['phase']})")
+    if _ino(target) == new_ino and _ino(backup) == old_ino:
+        if broker_holds_lock(target):
+            raise ApplyRefused(f"{target / 'lock'}: a broker is running on the store; stop it first")
+        journal |= {"phase": "rolling-back", "repaired_kept": str(kept)}
+        _write_json(journal_path, journal)
+        if exchange(backup, target):
+            _reached("exchanged-back")
+        else:
+            _rename(target, kept)
+            _reached("moved-repaired")
+    if _ino(target) is None and _ino(kept) == new_ino:
+        _rename(backup, target)
+    if _ino(target) == old_ino and _ino(backup) == new_ino:
+        _rename(backup, kept)
+    if not (_ino(target) == old_ino and _ino(kept) == new_ino):
+        raise ApplyFailed(f"{target}: the stores are not where the journal {journal_path} says; nothing more "
+                          "was done")
+    journal["phase"] = "rolled-back"
+    _write_json(journal_path, journal)
+    return dict(journal)
