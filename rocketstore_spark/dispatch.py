@@ -79,12 +79,14 @@ def sort_for_dispatch(records: pa.Table) -> pa.Table:
 
 def queue_entries(records: pa.Table) -> pa.Table:
     """The records that get a ConsumeQueue entry, in dispatch order: topic, queue_id, queue_offset,
-    physical_offset, size, tags_code."""
+    physical_offset, size, and tags_code where ``records`` has it (placing entries needs no tagsCode)."""
     queued = records.filter(pc.is_in(records["transaction_type"], pa.array(QUEUED_TYPES)))
     queued = sort_for_dispatch(queued)
-    return pa.table({"topic": queued["topic"], "queue_id": queued["queue_id"],
-                     "queue_offset": queued["queue_offset"], "physical_offset": queued["physical_offset"],
-                     "size": queued["total_size"], "tags_code": queued["tags_code"]})
+    columns = {"topic": queued["topic"], "queue_id": queued["queue_id"], "queue_offset": queued["queue_offset"],
+               "physical_offset": queued["physical_offset"], "size": queued["total_size"]}
+    if "tags_code" in queued.column_names:
+        columns["tags_code"] = queued["tags_code"]
+    return pa.table(columns)
 
 
 def index_keys(records: pa.Table, release: Release) -> pa.Table:

@@ -21,6 +21,8 @@ then point past their queue's end.
 from __future__ import annotations
 
 import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +46,7 @@ from rocketstore_spark.verify.store import split_queues
 
 FAMILIES = ("4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x")
 RECOVER_MAX_SEGMENTS = 10          # 5.5.x commitLogRecoverMaxNum
+SCAN_THREADS = 2                   # segments scanned at once (CRC and walk release the GIL)
 
 
 def family(release: dispatch.Release) -> str:
@@ -185,21 +188,35 @@ class Simulation:
                            "min_timestamp_index")}
         self.abnormal = bool(self.state and self.state.abort_present)
         self._checks: dict[int, SegmentCheck] = {}
+        self._pending: dict[int, Future] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     # ----------------------------------------------------------------------------------- segments
 
     def segment(self, k: int) -> SegmentCheck:
-        """Segment ``k`` as recovery sees it (scanned once, lazily: only the window is read)."""
+        """Segment ``k`` as recovery sees it (scanned once, lazily: only the window is read; a scan already
+        started ahead by ``_prefetch`` is waited for)."""
         if k not in self._checks:
-            seg = self.layout.segments[k]
-            c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
-            _first_record(seg.path, c)
-            c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc,
-                                  followed=self.layout.followed(k))
-            c.first_valid = (c.scan.records > 0 and c.scan.first_position == 0
-                             and c.scan.first_crc_failure != seg.base_offset)
-            self._checks[k] = c
+            pending = self._pending.pop(k, None)
+            self._checks[k] = pending.result() if pending is not None else self._scan(k)
         return self._checks[k]
+
+    def _prefetch(self, k: int) -> None:
+        """Start scanning segment ``k`` in the background (the kernels release the GIL: two cores scan two
+        segments at once)."""
+        if 0 <= k < len(self.layout.segments) and k not in self._checks and k not in self._pending:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="recovery-scan")
+            self._pending[k] = self._pool.submit(self._scan, k)
+
+    def _scan(self, k: int) -> SegmentCheck:
+        seg = self.layout.segments[k]
+        c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
+        _first_record(seg.path, c)
+        c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc, followed=self.layout.followed(k))
+        c.first_valid = (c.scan.records > 0 and c.scan.first_position == 0
+                         and c.scan.first_crc_failure != seg.base_offset)
+        return c
 
     def start_segment(self, max_cq: int) -> tuple[int, str]:
         """(index of the segment the walk starts at, why)."""
@@ -248,6 +265,8 @@ class Simulation:
         n = len(self.layout.segments)
         oldest = max(0, n - RECOVER_MAX_SEGMENTS)
         for k in range(n - 1, oldest - 1, -1):
+            if k > oldest:
+                self._prefetch(k - 1)
             if ok(self.segment(k)):
                 return k, why
         return oldest, why + f": none within {RECOVER_MAX_SEGMENTS} segments, the oldest examined"
@@ -257,6 +276,7 @@ class Simulation:
         segs = self.layout.segments
         w = Walk(os.path.basename(segs[start].path), why, segs[start].base_offset, None, None, "")
         for k in range(start, len(segs)):
+            self._prefetch(k + 1)
             c = self.segment(k)
             w.segments_walked.append(c.file)
             s = c.scan
@@ -277,6 +297,14 @@ class Simulation:
     # ---------------------------------------------------------------------------------------- run
 
     def run(self) -> "RecoveryReport":
+        try:
+            return self._run()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool, self._pending = None, {}
+
+    def _run(self) -> "RecoveryReport":
         files, segs = self.layout.files, self.layout.segments
         queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] if files.root is not None else []
         max_cq = max((q.max_physical for q in queues), default=-1)
@@ -323,37 +351,51 @@ class Simulation:
 
     def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
         """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
-        collect the valid, CRC-correct records at or after po (``report.lost``)."""
-        columns = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
-                   "tags_code", "store_timestamp", "body_crc_ok")
-        decoder = RecordDecoder(columns, message_delay_level=self.settings.message_delay_level, batch_rows=1 << 16)
+        collect the valid, CRC-correct records at or after po (``report.lost``). The records below po were
+        walked (CRC included) already: only what placing an entry needs is decoded."""
         by_queue = {q.key: q for q in report.queues}
-        lost = []
-        first = min(lo, po)
-        for k, seg in enumerate(self.layout.segments):
-            if seg.base_offset + seg.size <= first:
-                continue
-            start = max(0, first - seg.base_offset)
-            for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start,
+        for t in self._records(("physical_offset", "total_size", "topic", "queue_id", "queue_offset",
+                                "transaction_type"), lo, po):
+            for topic, queue_id, cols in split_queues(t):
+                key = (topic, queue_id)
+                if key not in states:
+                    states[key] = cq.QueueState()
+                    by_queue[key] = QueueRecovery(topic, queue_id, [])
+                    report.queues.append(by_queue[key])
+                slots = cq.place(states[key], cols["queue_offset"], cols["physical_offset"], cols["size"],
+                                 self.settings.consume_queue_file_size)
+                by_queue[key].redispatched += int((slots >= 0).sum())
+        lost_columns = ("physical_offset", "topic", "queue_id", "queue_offset", "store_timestamp")
+        lost = [t.filter(t["body_crc_ok"]).select(lost_columns)
+                for t in self._records((*lost_columns, "body_crc_ok"), po, None)]
+        report.lost = pa.concat_tables(lost) if lost else None
+        return states
+
+    def _records(self, columns: tuple[str, ...], lo: int, hi: int | None):
+        """The records whose physical offset lies in [lo, hi) (hi None: to the end), as tables of ``columns``;
+        the next segment is decoded in a background thread while the caller works on this one's."""
+        ks = [k for k, seg in enumerate(self.layout.segments)
+              if seg.base_offset + seg.size > lo and (hi is None or seg.base_offset < hi)]
+
+        def decode(k: int) -> list[pa.Table]:
+            seg, out = self.layout.segments[k], []
+            decoder = RecordDecoder(columns, batch_rows=1 << 16)
+            for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=max(0, lo - seg.base_offset),
                                          followed=self.layout.followed(k)):
                 t = pa.Table.from_batches([decoded.batch])
                 phy = t["physical_offset"].to_numpy()
-                gone = t.filter(pa.array(phy >= po))
-                if gone.num_rows:
-                    lost.append(gone.filter(gone["body_crc_ok"]).select(["physical_offset", "topic", "queue_id",
-                                                                         "queue_offset", "store_timestamp"]))
-                again = t.filter(pa.array((phy >= lo) & (phy < po)))
-                for topic, queue_id, cols in split_queues(again):
-                    key = (topic, queue_id)
-                    if key not in states:
-                        states[key] = cq.QueueState()
-                        by_queue[key] = QueueRecovery(topic, queue_id, [])
-                        report.queues.append(by_queue[key])
-                    slots = cq.place(states[key], cols["queue_offset"], cols["physical_offset"], cols["size"],
-                                     self.settings.consume_queue_file_size)
-                    by_queue[key].redispatched += int((slots >= 0).sum())
-        report.lost = pa.concat_tables(lost) if lost else None
-        return states
+                inside = (phy >= lo) & (phy < hi) if hi is not None else phy >= lo
+                out.append(t if inside.all() else t.filter(pa.array(inside)))
+            return out
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recovery-decode") as ahead:
+            queued = deque()
+            for k in ks:
+                queued.append(ahead.submit(decode, k))
+                if len(queued) > 1:
+                    yield from queued.popleft().result()
+            while queued:
+                yield from queued.popleft().result()
 
 
 @dataclass

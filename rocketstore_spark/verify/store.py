@@ -105,7 +105,8 @@ def split_queues(records: pa.Table):
     key = dispatch.queue_keys(topics.indices.to_numpy(), queued["queue_id"].to_numpy())
     order = np.argsort(key, kind="stable")
     key = key[order]
-    cols = {c: queued[c].to_numpy()[order] for c in ("queue_offset", "physical_offset", "size", "tags_code")}
+    cols = {c: queued[c].to_numpy()[order] for c in ("queue_offset", "physical_offset", "size", "tags_code")
+            if c in queued.column_names}
     names = topics.dictionary.to_pylist()
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
