@@ -10,9 +10,9 @@ setup:
 test: setup
 	@bash scripts/test.sh
 
-## tests without the JVM-heavy ones (quick local loop)
+## tests without the JVM-heavy ones and the browser test (quick local loop)
 test-fast: setup
-	$(PY) -m pytest -q -m "not spark and not slow"
+	$(PY) -m pytest -q -m "not spark and not slow and not browser"
 
 ## the main job on the bundled sample store (a golden store written by RocketMQ 5.5.1)
 run: setup
