@@ -121,7 +121,9 @@ def _store_section(k: int, p: StorePage) -> str:
             f"<p class=note>Store time (UTC) in buckets of {charts.duration(tl.width_ms)}; the "
             f"{charts.TOP_TOPICS} topics with the most messages, the others summed; bytes are whole records on "
             "disk.</p>",
-            _chart(f"timeline-{k}", "timeline", charts.topic_timeline(tl.series.to_pydict(), totals, tl.width_ms))
+            _chart(f"timeline-{k}", "timeline", charts.topic_timeline(
+                tl.top_series(charts.TOP_TOPICS).to_pydict(), [t["topic"] for t in totals[:charts.TOP_TOPICS]],
+                max(0, len(totals) - charts.TOP_TOPICS), tl.width_ms))
             if totals else "<p>No records.</p>",
             _table("topics", ["topic", "messages", "bytes", "first store time", "last store time"],
                    [(t["topic"], t["messages"], t["bytes"], _time(t["first_ms"]), _time(t["last_ms"])) for t in totals],
@@ -157,7 +159,8 @@ def _cards(p: StorePage, counts: dict) -> str:
              ("CommitLog", f"{v.log.end - v.log.min_offset:,} bytes",
               f"{len(scans)} segment(s), physical offsets {v.log.min_offset:,} .. {v.log.end:,}"),
              ("store time", _time(min(times)) if times else "-", f"to {_time(max(times))}" if times else ""),
-             ("findings", f"{counts['error']:,} errors", f"{counts['warning']:,} warnings, {counts['info']:,} info"),
+             ("findings", f"{counts['error']:,} error(s)",
+              f"{counts['warning']:,} warning(s), {counts['info']:,} info"),
              ("a restart now", "-" if lost is None else f"loses {lost:,} message(s)",
               "" if rec is None else f"{rec['shutdown']} start, log ends at {rec['process_offset'] or 0:,}")]
     return "<div class=cards>" + "".join(
@@ -173,9 +176,10 @@ def _lag(k: int, v: StoreVerdict) -> str:
     rows = [x.__dict__ for x in lags]
     ordered = sorted(rows, key=lambda x: (x["status"] in ("in_range", "caught_up"), -(x["lag"] or 0)))
     return "\n".join([
-        f"<p class=note>From {escape(os.path.basename(v.offsets.source or ''))}. Lag: the queue's max offset minus "
-        "the committed offset; below_min: messages expired before the group consumed them; beyond_max: the "
-        "offset is past the queue's end.</p>",
+        f"<p class=note>From {escape(os.path.basename(v.offsets.source or ''))}. Lag: the messages from where the "
+        "group reads next (its committed offset; the queue's min offset when the messages before it expired "
+        "unconsumed: below_min) to the queue's max offset; beyond_max: the committed offset is past the queue's "
+        "end. The chart shows the queues that lag.</p>",
         _chart(f"lag-{k}", "lag", charts.consumer_lag(rows)) if any(x["lag"] for x in rows) else
         "<p>Every group is caught up.</p>",
         _table("lag", ["group", "topic", "queue", "committed offset", "min offset", "max offset", "status", "lag",

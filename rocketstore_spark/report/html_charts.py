@@ -79,23 +79,18 @@ def segment_strip(segments: list[dict], damaged: list[dict], restart_end: int | 
     return fig
 
 
-def topic_timeline(series: dict[str, list], totals: list[dict], width_ms: int) -> go.Figure:
-    """Messages and record bytes per store-time bucket of ``width_ms``, stacked by topic: the TOP_TOPICS
-    topics with the most messages, the others summed. ``series``: columns topic, bucket (ms), messages,
-    bytes; ``totals``: topic and messages, most first."""
-    top = [t["topic"] for t in totals[:TOP_TOPICS]]
-    others = len(totals) - len(top)
-    label = {t: escape(t) for t in top}
-    per: dict[str, dict[int, list[int]]] = {}
+def topic_timeline(series: dict[str, list], topics: list[str], others: int, width_ms: int) -> go.Figure:
+    """Messages and record bytes per store-time bucket of ``width_ms``, stacked by topic. ``series``: columns
+    topic, bucket (ms), messages, bytes, where a null topic holds the ``others`` topics summed (as
+    ``Timeline.top_series`` gives); ``topics``: the named ones, in legend order."""
+    per: dict[str | None, dict[int, list[int]]] = {t: {} for t in topics}
     for topic, bucket, messages, size in zip(series["topic"], series["bucket"], series["messages"], series["bytes"]):
-        name = label.get(topic, f"{others:,} other topics")
-        slot = per.setdefault(name, {}).setdefault(bucket, [0, 0])
-        slot[0] += messages
-        slot[1] += size
+        per.setdefault(topic, {})[bucket] = [messages, size]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     palette = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#9e9d24", "#455a64",
                "#d84315", "#757575"]
-    for k, (name, buckets) in enumerate(per.items()):
+    for k, (topic, buckets) in enumerate(per.items()):
+        name = f"{others:,} other topics" if topic is None else escape(topic)
         xs = sorted(buckets)
         when = [_utc(b) for b in xs]
         colour = palette[k % len(palette)]
@@ -133,9 +128,9 @@ def queue_coverage(queues: list[dict]) -> go.Figure:
 
 
 def consumer_lag(lags: list[dict]) -> go.Figure:
-    """Messages not yet consumed per consumer group and queue (the MAX_BARS largest). ``lags``:
+    """Messages not yet consumed per consumer group and queue: the MAX_BARS largest lags above 0. ``lags``:
     consumer_group, topic, queue_id, lag."""
-    shown = sorted((x for x in lags if x["lag"] is not None), key=lambda x: -x["lag"])[:MAX_BARS]
+    shown = sorted((x for x in lags if x["lag"]), key=lambda x: -x["lag"])[:MAX_BARS]
     fig = go.Figure()
     for group in dict.fromkeys(x["consumer_group"] for x in shown):
         rows = [x for x in shown if x["consumer_group"] == group]

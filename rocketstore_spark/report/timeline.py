@@ -37,6 +37,16 @@ class Timeline:
     series: pa.Table
     totals: pa.Table
 
+    def top_series(self, n: int) -> pa.Table:
+        """``series`` with the topics beyond the ``n`` with the most messages summed per bucket under a null
+        topic (at most n + 1 rows a bucket, whatever the number of topics)."""
+        top = self.totals["topic"].slice(0, n)
+        folded = pc.if_else(pc.is_in(self.series["topic"], value_set=top), self.series["topic"],
+                            pa.scalar(None, pa.string()))
+        t = self.series.set_column(0, "topic", folded)
+        return t.group_by(["topic", "bucket"]).aggregate([("messages", "sum"), ("bytes", "sum")]).rename_columns(
+            ["topic", "bucket", "messages", "bytes"]).sort_by([("bucket", "ascending")])
+
 
 def bucket_width(start_ms: int, end_ms: int) -> int:
     """The narrowest of WIDTHS_MS that cuts [start_ms, end_ms] into at most MAX_BUCKETS buckets."""

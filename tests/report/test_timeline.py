@@ -44,6 +44,9 @@ def test_counts_and_bytes_land_in_their_buckets(tmp_path):
         {"topic": "b", "messages": 3, "bytes": sizes[2] + sizes[4] + sizes[5], "first_ms": T0 - 5_000,
          "last_ms": T0 + 9_990}]
     assert len({b for _, b in got}) <= MAX_BUCKETS
+    # the top topic by messages (a tie: by name) kept, the other summed under a null topic
+    folded = {(r["topic"], r["bucket"]): r["messages"] for r in tl.top_series(1).to_pylist()}
+    assert folded == {(None if t == "b" else t, b): n for (t, b), n in want.items()}
 
 
 def test_a_golden_store_per_topic_as_rocketmq_walked_it():
