@@ -17,6 +17,8 @@ from click.testing import CliRunner
 
 from rocketstore_spark.cli.main import cli
 from rocketstore_spark.codec.encode import Message
+from rocketstore_spark.report.html import MAX_PER_CHECK
+from rocketstore_spark.verify.store import verify_store
 from tests.builders import write_store
 from tests.golden.goldens import all_goldens, committed_offsets
 
@@ -160,8 +162,9 @@ def test_the_audit_report_renders_in_chromium_and_says_what_rocketmq_stored(brow
 @pytest.mark.browser
 def test_strings_from_a_store_are_text_never_markup(browser, tmp_path):
     topics = [HOSTILE, "\"'><img src=x onerror=alert(2)>"] + [f"topic-{k:02d}" for k in range(10)]
+    # the last topics' records carry a wrong BODYCRC: more findings of one check than the page lists
     messages = [Message(topic=t, body=b"x" * (k + 1), properties={"KEYS": HOSTILE, "TAGS": "<b>bold</b>"},
-                        store_timestamp=1_700_000_000_000 + 1000 * k)
+                        store_timestamp=1_700_000_000_000 + 1000 * k, body_crc=1 if k >= 9 else None)
                 for k, t in enumerate(topics) for _ in range(1 + k)]
     write_store(tmp_path / "store" / "commitlog", messages)
     out = tmp_path / "report.html"
@@ -179,6 +182,13 @@ def test_strings_from_a_store_are_text_never_markup(browser, tmp_path):
         `section[data-store="${s}"] [data-chart=timeline] .legendtext`)).map(e => e.textContent)""", str(store))
     assert sorted(legend) == sorted([f"topic-{k:02d}" for k in range(10)] + ["2 other topics"])
     assert all(d["marks"] > 0 for d in charts_drawn(page))
+    # findings: every one counted per check, the first MAX_PER_CHECK of a check listed, and the page says so
+    crc = [f for f in verify_store(str(store)).findings if f.check == "commitlog.body_crc"]
+    assert len(crc) > MAX_PER_CHECK
+    assert [r[2] for r in table(page, store, "checks") if r[0] == "commitlog.body_crc"] == [str(len(crc))]
+    listed = [int(r[4].replace(",", "")) for r in table(page, store, "findings") if r[1] == "commitlog.body_crc"]
+    assert listed == [f.physical_offset for f in crc[:MAX_PER_CHECK]]
+    assert f"The first {MAX_PER_CHECK} findings of each check" in page.inner_text("body")
     page.close()
 
 
