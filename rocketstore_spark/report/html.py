@@ -87,65 +87,78 @@ def _store_section(k: int, p: StorePage) -> str:
     v, rec = p.verdict, p.recovery
     counts = {s: sum(1 for f in v.findings if str(f.severity) == s) for s in _ORDER}
     risky = counts["error"] or counts["warning"] or bool(rec and harmful(rec))
-    out = [f"<section id='store-{k}' class=store data-store='{escape(v.store)}'>",
-           f"<h2>{escape(v.store)} <span class='badge {'bad' if risky else 'good'}'>"
-           f"{'problems found' if risky else 'healthy'}</span></h2>",
-           _cards(p, counts)]
-    if rec is not None:
-        headline, sentences = recovery_in_words(rec)
-        out += ["<h3>What the broker's next start would do</h3>",
-                f"<p class='verdict {'bad' if harmful(rec) else 'good'}' data-fact=verdict>{escape(headline)}</p>",
-                "<ul class=words>" + "".join(f"<li>{escape(s)}</li>" for s in sentences) + "</ul>"]
-        if rec["lost"]["queues"]:
-            out.append(_table("lost", ["topic", "queue", "messages lost", "queue offsets"],
-                              [(q["topic"], q["queue_id"], q["messages"],
-                                f"{q['first_queue_offset']} .. {q['last_queue_offset']}")
-                               for q in rec["lost"]["queues"]], numeric={1, 2}))
+    return "\n".join([
+        f"<section id='store-{k}' class=store data-store='{escape(v.store)}'>",
+        f"<h2>{escape(v.store)} <span class='badge {'bad' if risky else 'good'}'>"
+        f"{'problems found' if risky else 'healthy'}</span></h2>", _cards(p, counts),
+        _restart(rec), _commitlog(k, p), _topics(k, p.timeline), _queues(k, v, rec),
+        "<h3>Consumer lag</h3>", _lag(k, v), "<h3>Findings</h3>", _findings(v), "</section>"])
+
+
+def _restart(rec: dict | None) -> str:
+    if rec is None:
+        return "<p class=note>A bare CommitLog directory: no recovery to simulate.</p>"
+    headline, sentences = recovery_in_words(rec)
+    out = ["<h3>What the broker's next start would do</h3>",
+           f"<p class='verdict {'bad' if harmful(rec) else 'good'}' data-fact=verdict>{escape(headline)}</p>",
+           "<ul class=words>" + "".join(f"<li>{escape(s)}</li>" for s in sentences) + "</ul>"]
+    if rec["lost"]["queues"]:
+        out.append(_table("lost", ["topic", "queue", "messages lost", "queue offsets"],
+                          [(q["topic"], q["queue_id"], q["messages"],
+                            f"{q['first_queue_offset']} .. {q['last_queue_offset']}")
+                           for q in rec["lost"]["queues"]], numeric={1, 2}))
+    return "\n".join(out)
+
+
+def _commitlog(k: int, p: StorePage) -> str:
+    v, rec = p.verdict, p.recovery
     damaged = [{"physical_offset": f.physical_offset, "check": f.check} for f in v.findings
                if f.physical_offset is not None and f.check.startswith("commitlog.") and f.severity == Severity.ERROR]
     strip = charts.segment_strip(p.segments, damaged[:MAX_ROWS], rec["process_offset"] if rec else None,
                                  v.log.end, rec["max_cq"] if rec else None, p.index_files)
-    out += ["<h3>The CommitLog</h3>",
-            "<p class=note>Green: valid records; orange: data the next start would cut; grey: BLANK padding, zero "
-            "fill and pre-allocated space; red crosses: damaged records. Below: how far the ConsumeQueues point "
-            "into the log, and the range each IndexFile covers.</p>",
-            _chart(f"strip-{k}", "strip", strip),
-            _table("segments", ["segment", "base offset", "size", "records", "data ends at", "stops because",
-                                "CRC failures", "findings"],
-                   [(name, int(name), next((s["size"] for s in p.segments if s["file"] == name), None), s.records,
-                     s.data_end, s.stop_reason, s.crc_failures, len(s.findings)) for name, s in v.segments],
-                   numeric={1, 2, 3, 4, 6, 7})]
-    tl = p.timeline
+    size = {s["file"]: s["size"] for s in p.segments}
+    return "\n".join([
+        "<h3>The CommitLog</h3>",
+        "<p class=note>Green: valid records; orange: data the next start would cut; grey: BLANK padding, zero "
+        "fill and pre-allocated space; red crosses: damaged records. Below: how far the ConsumeQueues point "
+        "into the log, and the range each IndexFile covers.</p>",
+        _chart(f"strip-{k}", "strip", strip),
+        _table("segments", ["segment", "base offset", "size", "records", "data ends at", "stops because",
+                            "CRC failures", "findings"],
+               [(name, int(name), size.get(name), s.records, s.data_end, s.stop_reason, s.crc_failures,
+                 len(s.findings)) for name, s in v.segments], numeric={1, 2, 3, 4, 6, 7})])
+
+
+def _topics(k: int, tl: Timeline) -> str:
     totals = tl.totals.to_pylist()
-    out += ["<h3>Messages and bytes per topic over time</h3>",
-            f"<p class=note>Store time (UTC) in buckets of {charts.duration(tl.width_ms)}; the "
-            f"{charts.TOP_TOPICS} topics with the most messages, the others summed; bytes are whole records on "
-            "disk.</p>",
-            _chart(f"timeline-{k}", "timeline", charts.topic_timeline(
-                tl.top_series(charts.TOP_TOPICS).to_pydict(), [t["topic"] for t in totals[:charts.TOP_TOPICS]],
-                max(0, len(totals) - charts.TOP_TOPICS), tl.width_ms))
-            if totals else "<p>No records.</p>",
-            _table("topics", ["topic", "messages", "bytes", "first store time", "last store time"],
-                   [(t["topic"], t["messages"], t["bytes"], _time(t["first_ms"]), _time(t["last_ms"])) for t in totals],
-                   numeric={1, 2})]
+    top = [t["topic"] for t in totals[:charts.TOP_TOPICS]]
+    return "\n".join([
+        "<h3>Messages and bytes per topic over time</h3>",
+        f"<p class=note>Store time (UTC) in buckets of {charts.duration(tl.width_ms)}; the {charts.TOP_TOPICS} "
+        "topics with the most messages, the others summed; bytes are whole records on disk.</p>",
+        _chart(f"timeline-{k}", "timeline", charts.topic_timeline(
+            tl.top_series(charts.TOP_TOPICS).to_pydict(), top, len(totals) - len(top), tl.width_ms))
+        if totals else "<p>No records.</p>",
+        _table("topics", ["topic", "messages", "bytes", "first store time", "last store time"],
+               [(t["topic"], t["messages"], t["bytes"], _time(t["first_ms"]), _time(t["last_ms"])) for t in totals],
+               numeric={1, 2})])
+
+
+def _queues(k: int, v: StoreVerdict, rec: dict | None) -> str:
+    if not v.queues:
+        return "<h3>ConsumeQueue coverage</h3><p>No ConsumeQueue.</p>"
     after = {(q["topic"], q["queue_id"]): q["max_offset"] for q in rec["consumequeues"]} if rec else {}
     queues = [{"topic": q.topic, "queue_id": q.queue_id, "max_offset": q.max_offset,
                "dispatch_max_offset": q.dispatch_max_offset, "after_restart": after.get((q.topic, q.queue_id))}
               for q in v.queues]
-    out.append("<h3>ConsumeQueue coverage</h3>")
-    if queues:
-        behind = sum(1 for q in queues if q["max_offset"] != q["dispatch_max_offset"])
-        shortened = sum(1 for q in queues if q["after_restart"] is not None and q["after_restart"] < q["max_offset"])
-        out += [f"<p data-fact=queues>{behind:,} of {len(queues):,} queue(s) end elsewhere than the CommitLog says; "
-                f"{shortened:,} would be shortened by the next start. The chart shows the "
-                f"{min(len(queues), charts.MAX_BARS)} queue(s) where these differ most.</p>",
-                _chart(f"queues-{k}", "queues", charts.queue_coverage(queues))]
-    else:
-        out.append("<p>No ConsumeQueue.</p>")
-    out += ["<h3>Consumer lag</h3>", _lag(k, v)]
-    out += ["<h3>Findings</h3>", _findings(v)]
-    out.append("</section>")
-    return "\n".join(out)
+    behind = sum(1 for q in queues if q["max_offset"] != q["dispatch_max_offset"])
+    shortened = sum(1 for q in queues if q["after_restart"] is not None and q["after_restart"] < q["max_offset"])
+    return "\n".join([
+        "<h3>ConsumeQueue coverage</h3>",
+        f"<p data-fact=queues>{behind:,} of {len(queues):,} queue(s) end elsewhere than the CommitLog says; "
+        f"{shortened:,} would be shortened by the next start. The chart shows the "
+        f"{min(len(queues), charts.MAX_BARS)} queue(s) where these differ most.</p>",
+        _chart(f"queues-{k}", "queues", charts.queue_coverage(queues))])
 
 
 def _cards(p: StorePage, counts: dict) -> str:
