@@ -447,6 +447,8 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, as_js
         outside_stores(json_file, store_roots(layouts), "JSON document")
     if html_file:
         outside_stores(html_file, store_roots(layouts), "HTML report")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(html_file))):
+            raise click.UsageError(f"--html {html_file}: its directory does not exist")
     docs, pages, at_risk = [], [], False
     for layout in layouts:
         v = verify_store(layout.name, options=options, broker_conf=broker_conf)
