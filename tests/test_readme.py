@@ -43,3 +43,27 @@ def test_readme_examples_run_and_compute_what_they_say(spark, monkeypatch, capsy
         assert f"[error] commitlog.body_crc: {s['file']} @ byte {record['file_position']}: " in out
     assert {d.status for d in namespace["result"].differences} == {"identical"}
     assert f"5.4.0 {len(namespace['result'].differences)} files identical" in out
+
+
+def test_make_run_audits_the_damaged_sample_and_says_what_the_readme_says(tmp_path):
+    """`make run` is scripts/run.sh after the setup: the audit of the crashed 5.5.1 store, the verdict the
+    README quotes (RocketMQ's own recovery of a copy: everything after its max offset is lost), the HTML
+    page written; exit 0 for the audit's expected 3, and a usage error still fails."""
+    import subprocess
+    assert "\t@bash scripts/run.sh\n" in (ROOT / "Makefile").read_text().split("\nrun:")[1].split("\n\n")[0] + "\n"
+    g = BY_ID["5.5.1/corrupt-body"]
+    assert f"make run` audits `{g.store.relative_to(ROOT)}`" in (ROOT / "README.md").read_text()
+    html = tmp_path / "audit.html"
+    proc = subprocess.run(["bash", "scripts/run.sh", str(g.store.relative_to(ROOT)), str(html)], cwd=ROOT,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "exit status 3" in proc.stderr and html.stat().st_size > 0
+    end = g.manifest["recovery"]["commitlog_max_offset"]
+    lost = [m for m in g.messages if m["physical_offset"] > end and m["body_crc_ok"]]
+    verdict = f"A restart now would lose {len(lost)} valid messages in {len({m['topic'] for m in lost})} topics"
+    lines = [x.strip() for x in proc.stdout.splitlines()]
+    assert lines.index(verdict + ".") < lines.index("Health per area")        # the verdict comes first
+    assert f"*{verdict}*" in " ".join((ROOT / "README.md").read_text().split())
+    bad = subprocess.run(["bash", "scripts/run.sh", str(tmp_path / "missing"), str(html)], cwd=ROOT,
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -501,26 +501,35 @@ def query_cmd(stores, topic, key, uniq_key, msg_id, physical_offset, queue_id, q
 @broker_conf_option
 @version_option
 @click.option("--output", "json_file", type=click.Path(dir_okay=False), help="also write the JSON document here")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False),
+              help="also write the report as one self-contained HTML file (charts included, loads nothing), one "
+                   "section per store")
 @json_option
-def audit_cmd(stores, broker_conf, rocketmq_version, json_file, as_json):
+def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, as_json):
     """Every check and the recovery report, per store: health per area, the findings that matter first, and
     what a restart would lose. Exit 3 when problems are found or data is at risk.
 
     \b
-    Example:
+    Examples:
       rocketstore audit tests/golden/rocketmq-4.9.8/corrupt-body/store
+      rocketstore audit tests/golden/rocketmq-5.5.1/corrupt-body/store \\
+          tests/golden/rocketmq-5.5.1/consumer-offsets/store --html /tmp/audit.html
     """
     import json as json_
 
     from rocketstore_spark.checks import CHECKS, Severity
     from rocketstore_spark.recovery.report import harmful, recovery_report
-    from rocketstore_spark.report.recovery_text import render_recovery
+    from rocketstore_spark.report.recovery_text import recovery_in_words, render_recovery
     from rocketstore_spark.verify.store import verify_store
     options = _settings_options(rocketmq_version)
     layouts = [layout for path in stores for layout in discover(path)]
     if json_file:
         outside_stores(json_file, store_roots(layouts), "JSON document")
-    docs, at_risk = [], False
+    if html_file:
+        outside_stores(html_file, store_roots(layouts), "HTML report")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(html_file))):
+            raise click.UsageError(f"--html {html_file}: its directory does not exist")
+    docs, pages, at_risk = [], [], False
     for layout in layouts:
         v = verify_store(layout.name, options=options, broker_conf=broker_conf)
         rec, _ = recovery_report(layout.name, options=options, broker_conf=broker_conf) \
@@ -533,6 +542,12 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, as_json):
         at_risk |= risk
         docs.append({"store": layout.name, "rocketmq_version": str(v.settings.release), "at_risk": risk,
                      "areas": areas, "findings": [f.as_row() for f in v.findings], "recovery": rec})
+        if html_file:
+            from rocketstore_spark.report.html import gather
+            pages.append(gather(layout, v, rec))
+    if html_file:
+        from rocketstore_spark.report.html import write_html
+        write_html(html_file, pages)
     if json_file:
         with open(json_file, "w", encoding="utf-8") as f:
             f.write(json_.dumps({"stores": docs}, indent=1, ensure_ascii=False, default=str) + "\n")
@@ -542,6 +557,11 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, as_json):
         for d in docs:
             line(f"Audit of {d['store']} (RocketMQ {d['rocketmq_version']}): "
                  + ("PROBLEMS FOUND" if d["at_risk"] else "healthy"), "bold red" if d["at_risk"] else "bold green")
+            if d["recovery"]:
+                headline, sentences = recovery_in_words(d["recovery"])
+                line(headline, "bold red" if harmful(d["recovery"]) else "green")
+                for sentence in sentences:
+                    line(f"  {sentence}")
             table("Health per area", ["area", "errors", "warnings", "info"],
                   [(a, c["error"], c["warning"], c["info"]) for a, c in sorted(d["areas"].items())],
                   numeric={"errors", "warnings", "info"})
@@ -556,4 +576,6 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, as_json):
             line()
         if json_file:
             line(f"JSON written to {json_file}")
+        if html_file:
+            line(f"HTML report written to {html_file}")
     sys.exit(PROBLEMS if at_risk else 0)

@@ -20,6 +20,7 @@ EXAMPLES = """
 Examples (from the repository root, on the bundled sample stores):
   rocketstore inspect tests/golden/rocketmq-5.5.1/clean/store
   rocketstore audit tests/golden/rocketmq-4.9.8/corrupt-body/store
+  rocketstore audit tests/golden/rocketmq-5.5.1/corrupt-body/store --html /tmp/audit.html
   rocketstore verify tests/golden/rocketmq-4.9.8/corrupt-body/store
   rocketstore recover report tests/golden/rocketmq-5.5.1/torn-tail/store --json
   rocketstore recover plan tests/golden/rocketmq-4.9.8/corrupt-body/store --output /tmp/plan

@@ -1,9 +1,12 @@
 """The recovery report as plain text (driver): what a restart would do, and what it would lose."""
 from __future__ import annotations
 
+import datetime as dt
+
 from rocketstore_spark.report.text import render_table
 
 MAX_QUEUES = 40
+MAX_TOPICS = 10          # topics named in a sentence
 
 
 def render_recovery(doc: dict) -> str:
@@ -64,3 +67,65 @@ def render_recovery(doc: dict) -> str:
             [(p["consumer_group"], p["topic"], p["queue_id"], p["committed_offset"], p["max_offset_after_recovery"])
              for p in past[:MAX_QUEUES]], numeric={"queue", "committed", "queue end"})]
     return "\n".join(out)
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def _when(iso: str | None) -> str:
+    return "-" if iso is None else dt.datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
+    """(a one-line verdict, then sentences) saying in an operator's words what the broker's next start would
+    do to the store of a ``recovery.report`` document — the same facts as ``render_recovery``, no jargon
+    beyond RocketMQ's own file names."""
+    lost, cut = doc["lost"], doc["commitlog_bytes_cut"]
+    shortened = [q for q in doc["consumequeues"] if q["entries_cut"] or q["files_deleted"]]
+    past = doc["consumer_offsets_past_end"]
+    if lost["messages"]:
+        headline = (f"A restart now would lose {_n(lost['messages'], 'valid message')} "
+                    f"in {_n(len(lost['topics']), 'topic')}.")
+    elif cut or doc["commitlog_files_deleted"] or shortened:
+        headline = "A restart now would cut data from the store, but no valid message would be lost."
+    else:
+        headline = "A restart now keeps everything: nothing would be cut or lost."
+    out = [("The broker did not shut down cleanly (the abort file is present), so its next start runs crash "
+            if doc["shutdown"] == "abnormal" else "The broker shut down cleanly, so its next start runs normal ")
+           + f"recovery, as RocketMQ {doc['rocketmq_version']} does."]
+    if doc["process_offset"] is None:
+        out.append(f"There is no CommitLog segment: {doc['shutdown_reason']}.")
+    else:
+        stop = doc["stop"]
+        out.append(f"It reads the CommitLog from segment {doc['start_file']} and stops at {stop['file']} byte "
+                   f"{stop['file_position']:,} ({stop['reason']}): the log ends at physical offset "
+                   f"{doc['process_offset']:,}.")
+    removed = []
+    if cut:
+        removed.append(f"{cut:,} bytes of CommitLog data after that point are cut")
+    if doc["commitlog_files_deleted"]:
+        removed.append(f"{_n(len(doc['commitlog_files_deleted']), 'CommitLog segment')} deleted "
+                       f"({', '.join(doc['commitlog_files_deleted'])})")
+    if shortened:
+        entries = sum(q["entries_cut"] for q in shortened)
+        removed.append(f"{_n(len(shortened), 'ConsumeQueue')} shortened by {_n(entries, 'entry', 'entries')} in all")
+    if doc["index_files_deleted"]:
+        removed.append(f"{_n(len(doc['index_files_deleted']), 'IndexFile')} deleted and rebuilt from the log")
+    if removed:
+        out.append("The restart also changes the store: " + "; ".join(removed) + ".")
+    if lost["messages"]:
+        topics = sorted(lost["topics"].items(), key=lambda kv: -kv[1])
+        named = ", ".join(f"{t} {n:,}" for t, n in topics[:MAX_TOPICS]) + (
+            f" and {len(topics) - MAX_TOPICS:,} more" if len(topics) > MAX_TOPICS else "")
+        out.append(f"The {_n(lost['messages'], 'message')} lost are valid, CRC-correct records stored "
+                   f"{_when(lost['first_store_time'])} .. {_when(lost['last_store_time'])} (physical offsets "
+                   f"{lost['first_physical_offset']:,} .. {lost['last_physical_offset']:,}; topics: {named}). Export "
+                   f"them before restarting the broker: rocketstore recover plan {doc['store']} --output DIR.")
+    else:
+        out.append("No valid, CRC-correct message would be lost.")
+    if past:
+        out.append(f"{_n(len(past), 'committed consumer offset')} would point past the end of its queue after the "
+                   "restart; the broker moves such a consumer back to the queue's end, and it skips messages "
+                   "written meanwhile.")
+    return headline, out

@@ -163,8 +163,15 @@ def test_audit_combines_the_checks_and_the_recovery_verdict(tmp_path):
     assert doc["recovery"]["process_offset"] == g.manifest["recovery"]["commitlog_max_offset"]
     assert set(doc["findings"][0]) >= {"check", "severity", "file", "file_position", "physical_offset", "topic",
                                        "queue_id", "message", "evidence"}
+    # the verdict in plain words comes first: RocketMQ's own recovery of a copy kept the log up to its max offset
+    end = g.manifest["recovery"]["commitlog_max_offset"]
+    lost = [m for m in g.messages if m["physical_offset"] > end and m["body_crc_ok"]]
+    text = run("audit", g.store).stdout.splitlines()
+    assert text[1] == f"A restart now would lose {len(lost)} valid messages in {len({m['topic'] for m in lost})} topics."
+    assert any(f"the log ends at physical offset {end:,}." in x for x in text[2:6])
     clean = run("audit", BY_ID["5.5.1/propcrc"].store)
     assert clean.exit_code == 0 and "healthy" in clean.stdout and "Nothing valid would be lost." in clean.stdout
+    assert "A restart now keeps everything: nothing would be cut or lost." in clean.stdout
 
 
 def test_the_installed_console_script_runs():

@@ -105,3 +105,20 @@ def expected_config_rows(golden: Golden, table: str, state: str = "current") -> 
         rows += [{**dict.fromkeys(GROUP_COLUMNS.values()), "consumer_group": g, "forbidden": f}
                  for g, f in forbidden.items()]
     return canonical(rows)
+
+
+def committed_offsets(golden: Golden) -> dict[tuple[str, str, int], tuple[int, tuple[int, int] | None, str]]:
+    """(group, topic, queue id) -> (committed offset, the queue's (min, max) offsets as RocketMQ gave them in the
+    manifest or None for a queue it does not have, status) for every offset of the store's
+    config/consumerOffset.json; status: unknown_queue, below_min, beyond_max, caught_up or in_range."""
+    table = fastjson_loads((golden.store / "config" / "consumerOffset.json").read_text())["offsetTable"]
+    bounds = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in golden.manifest["queues"]}
+    out = {}
+    for key, per_queue in table.items():
+        topic, group = key.split("@")
+        for qid, offset in per_queue.items():
+            b = bounds.get((topic, int(qid)))
+            out[(group, topic, int(qid))] = (offset, b, "unknown_queue" if b is None else "below_min" if offset < b[0]
+                                             else "beyond_max" if offset > b[1] else "caught_up" if offset == b[1]
+                                             else "in_range")
+    return out

@@ -7,7 +7,7 @@ import pytest
 
 from rocketstore_spark.checks import Severity
 from rocketstore_spark.verify.store import verify_store
-from tests.golden.goldens import Golden, all_goldens, fastjson_loads
+from tests.golden.goldens import Golden, all_goldens, committed_offsets
 
 GOLDENS = all_goldens()
 
@@ -108,16 +108,9 @@ def test_queue_bounds_are_rocketmqs(golden: Golden, verdicts):
 @pytest.mark.parametrize("golden", [g for g in GOLDENS if g.scenario == "consumer-offsets"], ids=lambda g: g.id)
 def test_consumer_offset_statuses_follow_rocketmqs_bounds(golden: Golden, verdicts):
     v = verdict_of(golden, verdicts)
-    table = fastjson_loads((golden.store / "config" / "consumerOffset.json").read_text())["offsetTable"]
-    bounds = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in golden.manifest["queues"]}
-    expected = {}
-    for k, per_queue in table.items():
-        topic, group = k.split("@")
-        for qid, offset in per_queue.items():
-            b = bounds.get((topic, int(qid)))
-            expected[(group, topic, int(qid))] = (
-                "unknown_queue" if b is None else "below_min" if offset < b[0] else "beyond_max" if offset > b[1]
-                else "caught_up" if offset == b[1] else "in_range")
+    committed = committed_offsets(golden)
+    bounds = {(t, q): b for (_, t, q), (_, b, _) in committed.items()}
+    expected = {k: status for k, (_, _, status) in committed.items()}
     got = {(x.consumer_group, x.topic, x.queue_id): x.status for x in v.offsets.lags}
     assert got == expected
     checks = {(f.check, f.evidence["consumer_group"], f.topic, f.queue_id) for f in v.findings
