@@ -27,6 +27,7 @@ Examples (from the repository root, on the bundled sample stores):
   rocketstore recover apply /tmp/plan --output /tmp/repaired-store
   rocketstore offsets tests/golden/rocketmq-5.5.1/consumer-offsets/store --reset-plan to-earliest
   rocketstore query tests/golden/rocketmq-5.5.1/clean/store --topic TopicTest --key order-1
+  rocketstore export tests/golden/rocketmq-5.5.1/clean/store --topic TopicTest --output /tmp/topictest.parquet
   rocketstore dump tests/golden/rocketmq-5.5.1/clean/store/commitlog/00000000000000000000 --count 5
   rocketstore rebuild tests/golden/rocketmq-5.5.1/cq-lag-clean/store --output /tmp/rebuilt
 """
@@ -67,6 +68,7 @@ cli.add_command(commands.offsets_cmd)
 cli.add_command(commands.recover)
 cli.add_command(commands.rebuild_cmd)
 cli.add_command(commands.query_cmd)
+cli.add_command(commands.export_cmd)
 cli.add_command(commands.audit_cmd)
 cli.add_command(dump.dump_cmd)
 

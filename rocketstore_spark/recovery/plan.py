@@ -29,20 +29,14 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from rocketstore_spark.codec.decoder import RecordDecoder
-from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
 from rocketstore_spark.rebuild.settings import resolve
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.store.export import Slice, export
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
-from rocketstore_spark.store.segment_reader import SegmentReader
 
 PLAN_VERSION = 2
-EXPORT_COLUMNS = tuple(c for c in DECODED if c not in ("segment_base_offset",))
 
 
 def sha256(path: str | os.PathLike) -> str:
@@ -76,28 +70,6 @@ def dirty_after(path: Path, position: int) -> bool:
     return any(data[at:min(at + step, size)].any() for at in range(position, size, step))
 
 
-def export_lost(layout, process_offset: int, target: Path, delay_levels: str) -> int:
-    """Write the valid, CRC-correct records at or after ``process_offset`` to ``target`` (Parquet, every
-    column), one decoded window at a time; returns how many."""
-    decoder = RecordDecoder(EXPORT_COLUMNS, message_delay_level=delay_levels)
-    schema = arrow_schema(("physical_offset", *[c for c in EXPORT_COLUMNS if c != "physical_offset"]))
-    written = 0
-    with pq.ParquetWriter(target, schema) as out:
-        for k, seg in enumerate(layout.segments):
-            if seg.base_offset + seg.size <= process_offset:
-                continue
-            start = max(0, process_offset - seg.base_offset)
-            for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start,
-                                         followed=layout.followed(k)):
-                t = pa.Table.from_batches([decoded.batch])
-                keep = pc.and_(pc.greater_equal(t["physical_offset"], process_offset), t["body_crc_ok"])
-                t = t.filter(keep).select(schema.names)
-                if t.num_rows:
-                    out.write_table(t.cast(schema))
-                    written += t.num_rows
-    return written
-
-
 def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
               broker_conf: str | None = None, release_family: str | None = None) -> dict:
     """Export what a restart would lose and write the plan (module docstring) into ``output``; returns the
@@ -116,7 +88,8 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     actions, touched, alternatives = [], [], []
     lost_file = out / "lost-messages.parquet"
     delay_levels = resolve(layout, options, broker_conf).message_delay_level
-    exported = export_lost(layout, po if po is not None else 0, lost_file, delay_levels)   # no log: nothing
+    # every valid, CRC-correct record from the end of the log on (no log at all: nothing)
+    exported = export([layout], lost_file, Slice(from_offset=po or 0, crc_ok_only=True), delay_levels=delay_levels)
     actions.append({"action": "export", "what": "every valid, CRC-correct message the restart would lose",
                     "file": str(lost_file), "messages": exported})
     if po is not None and doc["stop"]["file"]:

@@ -1,0 +1,151 @@
+"""A slice of one or more stores' messages written out for replay: Parquet (every column, bodies as bytes) or
+JSON lines (bodies base64) (CLI ``rocketstore export`` and the repair plan's export of what a restart would
+lose; in-process, one decoded window at a time, so memory is bounded whatever the store's size).
+
+``Slice`` says which records: topic, queue, a KEYS value, a UNIQ_KEY, a TAGS value, a store-time window,
+a physical offset range, and whether only CRC-correct records count. Every filter is an Arrow compute
+expression over a decoded batch; a physical offset range also skips whole segments. Columns: ``store`` then
+every column of the ``rocketmq`` source except the segment's base offset (``EXPORT_COLUMNS``) — what is
+needed to publish a message again (topic, queue, flag, keys, tags, properties, body, born host and time).
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
+from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
+from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.segment_reader import SegmentReader
+
+EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
+FORMATS = ("parquet", "jsonl")
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Which records to export (None: no condition)."""
+    topic: str | None = None
+    queue_id: int | None = None
+    key: str | None = None
+    uniq_key: str | None = None
+    tag: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    from_offset: int = 0                  # physical offsets [from_offset, to_offset)
+    to_offset: int | None = None
+    crc_ok_only: bool = False
+
+    def mask(self, t: pa.Table) -> pa.Array | None:
+        """Which rows of ``t`` are in the slice (None: all)."""
+        conditions = []
+        phy = t["physical_offset"]
+        if self.from_offset:
+            conditions.append(pc.greater_equal(phy, self.from_offset))
+        if self.to_offset is not None:
+            conditions.append(pc.less(phy, self.to_offset))
+        for column, value in (("topic", self.topic), ("queue_id", self.queue_id), ("uniq_key", self.uniq_key),
+                              ("tags", self.tag)):
+            if value is not None:
+                conditions.append(pc.fill_null(pc.equal(t[column], value), False))
+        if self.key is not None:
+            keys = t["keys"].combine_chunks()
+            hit = np.zeros(t.num_rows, dtype=bool)
+            rows = pc.list_parent_indices(keys).to_numpy()
+            hit[rows[pc.fill_null(pc.equal(pc.list_flatten(keys), self.key), False).to_numpy(zero_copy_only=False)]] = True
+            conditions.append(pa.array(hit))
+        if self.since_ms is not None or self.until_ms is not None:
+            ms = pc.cast(t["store_timestamp"], pa.int64())            # microseconds since the epoch
+            if self.since_ms is not None:
+                conditions.append(pc.fill_null(pc.greater_equal(ms, self.since_ms * 1000), False))
+            if self.until_ms is not None:
+                conditions.append(pc.fill_null(pc.less_equal(ms, self.until_ms * 1000), False))
+        if self.crc_ok_only:
+            conditions.append(pc.fill_null(t["body_crc_ok"], False))
+        if not conditions:
+            return None
+        out = conditions[0]
+        for c in conditions[1:]:
+            out = pc.and_(out, c)
+        return out
+
+
+def export_schema() -> pa.Schema:
+    return pa.schema([pa.field("store", pa.string()), *arrow_schema(EXPORT_COLUMNS)])
+
+
+def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEFAULT_DELAY_LEVELS):
+    """The slice's records as tables of ``export_schema()``, store by store in CommitLog order."""
+    decoder = RecordDecoder(EXPORT_COLUMNS, message_delay_level=delay_levels)
+    schema = export_schema()
+    for layout in layouts:
+        for k, seg in enumerate(layout.segments):
+            if seg.base_offset + seg.size <= where.from_offset or \
+                    (where.to_offset is not None and seg.base_offset >= where.to_offset):
+                continue
+            for decoded in SegmentReader(seg.path, seg.base_offset, decoder,
+                                         start=max(0, where.from_offset - seg.base_offset),
+                                         followed=layout.followed(k)):
+                t = pa.Table.from_batches([decoded.batch])
+                keep = where.mask(t)
+                if keep is not None:
+                    t = t.filter(keep)
+                if t.num_rows:
+                    store = pa.repeat(pa.scalar(layout.name, pa.string()), t.num_rows)
+                    yield pa.Table.from_arrays([store, *(t[c] for c in EXPORT_COLUMNS)], schema=schema)
+
+
+def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice = Slice(), fmt: str = "parquet",
+           delay_levels: str = DEFAULT_DELAY_LEVELS) -> int:
+    """Write the slice to ``target`` (written under a temporary name, renamed when complete); returns how
+    many records."""
+    if fmt not in FORMATS:
+        raise ValueError(f"export format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.tmp")
+    written = 0
+    try:
+        if fmt == "parquet":
+            with pq.ParquetWriter(tmp, export_schema()) as out:
+                for t in iter_slice(layouts, where, delay_levels):
+                    out.write_table(t)
+                    written += t.num_rows
+                if not written:
+                    out.write_table(export_schema().empty_table())
+        else:
+            with open(tmp, "w", encoding="utf-8") as out:
+                for t in iter_slice(layouts, where, delay_levels):
+                    for row in t.to_pylist():
+                        out.write(json.dumps(_json_row(row), ensure_ascii=False) + "\n")
+                    written += t.num_rows
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _json_row(row: dict) -> dict:
+    """One record for JSON: bytes as base64, times as ISO 8601 (UTC), the properties map as an object."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, bytes):
+            v = base64.b64encode(v).decode("ascii")
+        elif isinstance(v, dt.datetime):
+            v = (v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)).isoformat()
+        elif k == "properties" and isinstance(v, list):
+            v = dict(v)
+        out[k] = v
+    return out
