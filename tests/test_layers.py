@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rocketstore_spark"
-LAYERS = {"checks": 0, "findings": 0, "codec": 1, "store": 2, "verify": 3, "datasource": 4, "session": 5,
+LAYERS = {"checks": 0, "findings": 0, "progress": 0, "codec": 1, "store": 2, "verify": 3, "datasource": 4, "session": 5,
           "spark_verify": 5, "recovery": 3, "cli": 6, "query": 3,
           "report": 5, "dispatch": 3, "rebuild": 3, "spark_rebuild": 5, "jars": 5, "entrypoint": 6}
 

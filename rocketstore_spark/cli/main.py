@@ -8,11 +8,13 @@ error (bad path, not a store, bad option), 1 internal failure.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from rocketstore_spark.cli import commands, dump
+from rocketstore_spark.cli.output import progress_display
 from rocketstore_spark.store.discovery import StorePathError
 
 EXAMPLES = """
@@ -37,8 +39,10 @@ class Group(click.Group):
     """Turns the errors a user causes into one line and exit status 2; anything else into exit 1."""
 
     def invoke(self, ctx):
+        show = sys.stderr.isatty() or os.environ.get("ROCKETSTORE_PROGRESS") == "1"
         try:
-            return super().invoke(ctx)
+            with progress_display(show):
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except (StorePathError, FileNotFoundError, NotADirectoryError, PermissionError, ValueError) as e:

@@ -2,9 +2,11 @@
 diagnostics on stderr."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 
 import click
 from rich.console import Console
@@ -35,3 +37,33 @@ def table(title: str | None, headers: list[str], rows, numeric=frozenset(), styl
 
 def line(text: str = "", style: str | None = None) -> None:
     console.print(text, style=style, markup=False)
+
+
+@contextlib.contextmanager
+def progress_display(enabled: bool):
+    """While a command runs, on stderr: the CommitLog segment being read with a bar of its bytes, and the
+    bytes read so far with their rate — from the reader's own counters (``rocketstore_spark.progress``), never
+    an estimate. Shown when ``enabled`` (stderr is a terminal, or ROCKETSTORE_PROGRESS=1); gone when done."""
+    if not enabled:
+        yield
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    from rocketstore_spark import progress
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                    console=Console(stderr=True, force_terminal=True), transient=True)
+    total = bars.add_task("CommitLog read", total=None)
+    segment = bars.add_task("segment", total=1)
+    lock = threading.Lock()
+    reached: dict[str, int] = {}
+
+    def sink(path: str, position: int, size: int) -> None:
+        with lock:
+            last = reached.get(path, 0)
+            read = position - last if position >= last else position       # a new pass over the file
+            reached[path] = position
+            bars.advance(total, max(0, read))
+            bars.update(segment, description=f"commitlog/{os.path.basename(path)}", completed=position, total=size)
+
+    with bars, progress.reporting(sink):
+        yield

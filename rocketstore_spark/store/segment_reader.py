@@ -31,6 +31,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from rocketstore_spark import progress
 from rocketstore_spark.codec import commitlog
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
@@ -143,6 +144,7 @@ class SegmentReader:
                 yield decoded
             pos, stop = decoded.next_position, decoded.stop
             res.end_position = pos
+            progress.advance(self.path, pos if stop in (Stop.LIMIT, Stop.NEED_MORE) else end, file_size)
             if stop == Stop.LIMIT:
                 if pos >= end:
                     self._stopped(stop, None)
