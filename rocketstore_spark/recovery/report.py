@@ -27,6 +27,8 @@ from collections import Counter
 import numpy as np
 import pyarrow.compute as pc
 
+from rocketstore_spark import dispatch
+
 from rocketstore_spark.rebuild.settings import resolve
 from rocketstore_spark.recovery.simulate import FAMILIES, RecoveryReport, Simulation
 from rocketstore_spark.store.discovery import StorePathError, discover
@@ -114,14 +116,22 @@ def _lost(r: RecoveryReport) -> dict:
     # a store time outside years 1-9999 decodes to null: left out of the time range
     stamps = pc.min_max(pc.cast(t["store_timestamp"], "int64"))
     first_ms, last_ms = (None if v is None else v // 1000 for v in (stamps["min"].as_py(), stamps["max"].as_py()))
+    # PREPARED and ROLLBACK records sit in a queue without an entry (their QUEUEOFFSET means nothing): counted,
+    # but only queued records give the range of queue offsets lost
     per_queue: dict[tuple, list] = {}
-    for topic, qid, qo in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist(), t["queue_offset"].to_pylist()):
-        per_queue.setdefault((topic, qid), []).append(qo)
+    for topic, qid, qo, kind in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist(), t["queue_offset"].to_pylist(),
+                                    t["transaction_type"].to_pylist()):
+        per_queue.setdefault((topic, qid), []).append(qo if kind in dispatch.QUEUED_TYPES else None)
     return {"messages": t.num_rows, "first_physical_offset": int(phy.min()), "last_physical_offset": int(phy.max()),
             "first_store_time": _iso(first_ms), "last_store_time": _iso(last_ms),
             "topics": dict(sorted(Counter(t["topic"].to_pylist()).items())),
-            "queues": [{"topic": k[0], "queue_id": k[1], "messages": len(v), "first_queue_offset": int(np.min(v)),
-                        "last_queue_offset": int(np.max(v))} for k, v in sorted(per_queue.items())]}
+            "queues": [_lost_queue(k, v) for k, v in sorted(per_queue.items())]}
+
+
+def _lost_queue(key: tuple, queue_offsets: list) -> dict:
+    queued = [o for o in queue_offsets if o is not None]
+    return {"topic": key[0], "queue_id": key[1], "messages": len(queue_offsets),
+            "first_queue_offset": min(queued) if queued else None, "last_queue_offset": max(queued) if queued else None}
 
 
 def _offsets_past_end(layout, r: RecoveryReport) -> list[dict]:

@@ -365,7 +365,7 @@ class Simulation:
                 slots = cq.place(states[key], cols["queue_offset"], cols["physical_offset"], cols["size"],
                                  self.settings.consume_queue_file_size)
                 by_queue[key].redispatched += int((slots >= 0).sum())
-        lost_columns = ("physical_offset", "topic", "queue_id", "queue_offset", "store_timestamp")
+        lost_columns = ("physical_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "transaction_type")
         lost = [t.filter(t["body_crc_ok"]).select(lost_columns)
                 for t in self._records((*lost_columns, "body_crc_ok"), po, None)]
         report.lost = pa.concat_tables(lost) if lost else None

@@ -18,7 +18,7 @@ from html import escape
 from rocketstore_spark.checks import CHECKS, Severity
 from rocketstore_spark.recovery.report import harmful
 from rocketstore_spark.report import html_charts as charts
-from rocketstore_spark.report.recovery_text import recovery_in_words
+from rocketstore_spark.report.recovery_text import queue_offsets_lost, recovery_in_words
 from rocketstore_spark.report.text import cell
 from rocketstore_spark.report.timeline import Timeline, topic_timeline
 from rocketstore_spark.store.discovery import StoreLayout
@@ -104,8 +104,7 @@ def _restart(rec: dict | None) -> str:
            "<ul class=words>" + "".join(f"<li>{escape(s)}</li>" for s in sentences) + "</ul>"]
     if rec["lost"]["queues"]:
         out.append(_table("lost", ["topic", "queue", "messages lost", "queue offsets"],
-                          [(q["topic"], q["queue_id"], q["messages"],
-                            f"{q['first_queue_offset']} .. {q['last_queue_offset']}")
+                          [(q["topic"], q["queue_id"], q["messages"], queue_offsets_lost(q))
                            for q in rec["lost"]["queues"]], numeric={1, 2}))
     return "\n".join(out)
 

@@ -54,8 +54,7 @@ def render_recovery(doc: dict) -> str:
                    f"{lost['first_physical_offset']:,} .. {lost['last_physical_offset']:,}, stored "
                    f"{lost['first_store_time']} .. {lost['last_store_time']}")
         out.append(render_table(["topic", "queue", "messages", "queue offsets"],
-                                [(q["topic"], q["queue_id"], q["messages"],
-                                  f"{q['first_queue_offset']} .. {q['last_queue_offset']}")
+                                [(q["topic"], q["queue_id"], q["messages"], queue_offsets_lost(q))
                                  for q in lost["queues"][:MAX_QUEUES]], numeric={"queue", "messages"}))
         out.append("  export them before restarting the broker (jobs/recovery_report.py --lost-output DIR)")
     else:
@@ -129,3 +128,10 @@ def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
                    "restart; the broker moves such a consumer back to the queue's end, and it skips messages "
                    "written meanwhile.")
     return headline, out
+
+
+def queue_offsets_lost(q: dict) -> str:
+    """The queue offsets a lost-queue row covers (its PREPARED/ROLLBACK records have none)."""
+    if q["first_queue_offset"] is None:
+        return "none (transaction records without queue entries)"
+    return f"{q['first_queue_offset']} .. {q['last_queue_offset']}"

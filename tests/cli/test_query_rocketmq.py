@@ -16,7 +16,9 @@ from tests.golden import serve_check
 from tests.golden.goldens import all_goldens
 
 MAX_NUM = 64
-STORES = [g for g in all_goldens() if g.scenario in ("clean", "index-truncated")]
+#: stores RocketMQ serves as they are on disk: where its start deletes or re-dispatches IndexFiles (a crash, a
+#: truncated IndexFile on 5.x) it answers from files that are no longer the ones we read
+STORES = [g for g in all_goldens() if g.scenario in ("clean", "propcrc", "consumer-offsets")]
 
 
 @pytest.mark.slow

@@ -56,6 +56,16 @@ def test_the_stop_and_what_is_lost(golden: Golden, reports):
     assert doc["lost"]["topics"] == dict(Counter(r["topic"] for r in lost))
     if lost:
         assert doc["lost"]["first_physical_offset"] == min(r["physical_offset"] for r in lost)
+    # per queue: every lost record counted, the queue offsets only of those with a queue entry (not the
+    # PREPARED/ROLLBACK ones: transaction types 4 and 12)
+    want = {}
+    for r in lost:
+        want.setdefault((r["topic"], r["queue_id"]), []).append(r["queue_offset"] if r["transaction_type"] in (0, 8)
+                                                                else None)
+    got = {(q["topic"], q["queue_id"]): (q["messages"], q["first_queue_offset"], q["last_queue_offset"])
+           for q in doc["lost"]["queues"]}
+    assert got == {k: (len(v), min((o for o in v if o is not None), default=None),
+                       max((o for o in v if o is not None), default=None)) for k, v in want.items()}
     seg = next(s for s in m["segments"] if s["base_offset"] <= po < s["base_offset"] + s["file_size"])
     assert doc["stop"]["file"] == f"commitlog/{seg['file']}" and doc["stop"]["file_position"] == po - seg["base_offset"]
     flips = [s for s in m["surgery"] if s["action"] == "flip_body_byte" and s["physical_offset"] >= po - 2048]
