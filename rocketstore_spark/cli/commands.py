@@ -79,7 +79,7 @@ def inspect_cmd(stores, as_json):
             state = read_checkpoint(layout.files) if layout.files.root is not None else None
             docs.append({
                 "store": layout.name, "rocketmq_version": str(settings.release),
-                "release_source": settings.sources.get("rocketmqVersion"),
+                "rocketmq_release": settings.release_label, "release_source": settings.sources.get("rocketmqVersion"),
                 "abort_present": bool(state and state.abort_present), "lock_present": bool(state and state.lock_present),
                 "checkpoint": state.checkpoint if state else None, "segments": segs, "queues": queues,
                 "index_files": index, "layout_findings": [f.render() for f in layout.findings]})
@@ -93,7 +93,7 @@ def inspect_cmd(stores, as_json):
 def _print_inspect(d: dict) -> None:
     records = sum(s["records"] for s in d["segments"])
     line(f"Store {d['store']}", "bold")
-    line(f"  RocketMQ {d['rocketmq_version']} ({d['release_source']})")
+    line(f"  RocketMQ {d['rocketmq_release']} ({d['release_source']})")
     state = "abort file present: the broker is running or crashed" if d["abort_present"] else "clean shutdown"
     line(f"  {len(d['segments'])} segment(s), {records:,} records; {state}")
     if d["checkpoint"]:
@@ -158,7 +158,7 @@ def verify_cmd(stores, broker_conf, rocketmq_version, no_crc, limit, as_json):
                 counts[(f.check, str(f.severity))] = counts.get((f.check, str(f.severity)), 0) + 1
             worst = min((str(f.severity) for f in v.findings), key=order.get, default="clean")
             line(f"Store {v.store}: {worst}", "bold")
-            line(f"  RocketMQ {v.settings.release}; {len(v.queues)} queue(s), {len(v.index)} IndexFile(s); CommitLog "
+            line(f"  RocketMQ {v.settings.release_label}; {len(v.queues)} queue(s), {len(v.index)} IndexFile(s); CommitLog "
                  f"{v.log.min_offset:,} .. {v.log.end:,}")
             if counts:
                 table(None, ["check", "severity", "findings"],
@@ -412,7 +412,7 @@ def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, as_json):
                    "differences": [d.__dict__ for d in r.differences]})
     else:
         line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {len(r.index_files)} IndexFile(s), "
-             f"RocketMQ {r.settings.release} ({r.settings.sources.get('rocketmqVersion')})")
+             f"RocketMQ {r.settings.release_label} ({r.settings.sources.get('rocketmqVersion')})")
         line(f"Against the store: {len(r.differences) - len(changed)} file(s) identical, {len(changed)} differ")
         if changed:
             table(None, ["kind", "store file", "rebuilt file", "status", "detail"],
@@ -594,7 +594,8 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, as_js
             a[str(f.severity)] += 1
         risk = any(f.severity != Severity.INFO for f in v.findings) or bool(rec and harmful(rec))
         at_risk |= risk
-        docs.append({"store": layout.name, "rocketmq_version": str(v.settings.release), "at_risk": risk,
+        docs.append({"store": layout.name, "rocketmq_version": str(v.settings.release),
+                     "rocketmq_release": v.settings.release_label, "at_risk": risk,
                      "areas": areas, "findings": [f.as_row() for f in v.findings], "recovery": rec})
         if html_file:
             from rocketstore_spark.report.html import gather
@@ -609,7 +610,7 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, as_js
         emit_json({"stores": docs})
     else:
         for d in docs:
-            line(f"Audit of {d['store']} (RocketMQ {d['rocketmq_version']}): "
+            line(f"Audit of {d['store']} (RocketMQ {d['rocketmq_release']}): "
                  + ("PROBLEMS FOUND" if d["at_risk"] else "healthy"), "bold red" if d["at_risk"] else "bold green")
             if d["recovery"]:
                 headline, sentences = recovery_in_words(d["recovery"])

@@ -45,6 +45,10 @@ class RebuildSettings:
     sources: dict[str, str] = field(default_factory=dict)       # setting -> where its value came from
     conflicts: list[str] = field(default_factory=list)
     values: dict = field(default_factory=dict)                  # every broker_conf.STORE_SETTINGS value used
+    release_label: str = ""                  # the release as a person should read it ("5.4.0 or later")
+
+    def __post_init__(self):
+        self.release_label = self.release_label or str(self.release)
 
 
 def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> RebuildSettings:
@@ -86,6 +90,7 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
     geometry = Geometry(values["maxHashSlotNum"], values["maxIndexNum"]) if values["messageIndexEnable"] else None
 
     version = given.get("rocketmqVersion")
+    label = ""
     if version is not None:
         release = dispatch.Release.parse(str(version))
         sources["rocketmqVersion"] = sources.get("rocketmqVersion", "option")
@@ -97,19 +102,20 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
         tags = detect_index_tags(layout, observed_slots) if observed_slots is not None else None
         five = detect_5x(layout)
         if tags:
-            release = dispatch.Release.parse("5.4.0")
+            release, label = dispatch.Release.parse("5.4.0"), "5.4.0 or later"
             sources["rocketmqVersion"] = "the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later"
         elif five:
             release = dispatch.Release.parse("5.0.0")
+            label = "5.x, before 5.4.0" if tags is not None else "5.x"
             sources["rocketmqVersion"] = (f"5.x ({five}); " + ("the IndexFiles hold no topic#T#TAGS keys: before "
                                           "5.4.0" if tags is not None else "5.4.0+ cannot be told apart: no "
                                           "IndexFile entries of tagged messages; give it"))
         elif tags is None:
-            release = dispatch.Release.parse(DEFAULT_RELEASE)
+            release, label = dispatch.Release.parse(DEFAULT_RELEASE), f"{DEFAULT_RELEASE} (assumed)"
             sources["rocketmqVersion"] = (f"assumed {DEFAULT_RELEASE}: the store does not show its release "
                                           "(no IndexFile entries of tagged messages, no 5.x files); give it")
         else:
-            release = dispatch.Release.parse(DEFAULT_RELEASE)
+            release, label = dispatch.Release.parse(DEFAULT_RELEASE), "4.x"
             sources["rocketmqVersion"] = ("the IndexFiles hold no topic#T#TAGS keys and the store has no 5.x "
                                           "files: 4.x (dispatch as 4.9.8)")
     if not release.checked:
@@ -117,7 +123,7 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                                       "releases these rules were read from (4.x to 5.5.1): dispatched by the "
                                       "newest rules known, unverified")
     return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
-                           values["messageDelayLevel"], sources, conflicts, values)
+                           values["messageDelayLevel"], sources, conflicts, values, label)
 
 
 FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")

@@ -165,7 +165,7 @@ def _cards(p: StorePage, counts: dict) -> str:
     scans = [s for _, s in v.segments]
     times = [t for s in scans for t in (s.first_store_timestamp, s.last_store_timestamp) if t is not None]
     lost = rec["lost"]["messages"] if rec else None
-    cards = [("RocketMQ", f"{v.settings.release}", v.settings.sources.get("rocketmqVersion", "")),
+    cards = [("RocketMQ", v.settings.release_label, v.settings.sources.get("rocketmqVersion", "")),
              ("messages", f"{sum(s.records for s in scans):,}",
               f"{len(p.timeline.totals):,} topic(s), {len(v.queues):,} queue(s)"),
              ("CommitLog", f"{v.log.end - v.log.min_offset:,} bytes",

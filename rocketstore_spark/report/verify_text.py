@@ -21,7 +21,7 @@ def render_store(rep) -> str:
     """One ``spark_verify.StoreReport`` as text."""
     s = rep.settings
     out = [f"Store {rep.store}",
-           f"  RocketMQ {s.release} ({s.sources.get('rocketmqVersion', '')})",
+           f"  RocketMQ {s.release_label} ({s.sources.get('rocketmqVersion', '')})",
            f"  CommitLog: {rep.segments} segment(s), {rep.records:,} records, physical offsets "
            f"{rep.log.min_offset:,} .. {rep.log.end:,}; BODYCRC failures {rep.crc_failures:,}, __CRC32# property "
            f"failures {rep.properties_crc_failures:,}",

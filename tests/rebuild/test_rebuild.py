@@ -12,6 +12,8 @@ from rocketstore_spark.codec.encode import Message
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.rebuild import consumequeue as cq
 from rocketstore_spark.rebuild.output import OutputError, rebuild_store
+from rocketstore_spark.rebuild.settings import resolve
+from rocketstore_spark.store.discovery import discover
 from tests.builders import write_store
 from tests.golden.goldens import all_goldens
 
@@ -162,3 +164,13 @@ def test_an_index_file_cut_short_differs_from_the_rebuild(tmp_path):
     changed = [d for d in result.differences if d.status != "identical"]
     assert [(d.kind, d.status) for d in changed] == [("index", "differs")]
     assert changed[0].detail.startswith("sizes differ (store 2708 bytes, rebuilt 5416)")
+
+
+@pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.id)
+def test_the_release_a_person_reads_is_what_the_store_can_tell(g):
+    """Index keys tell 5.4.0+ from earlier 5.x, 5.x-only files tell 5.x from 4.x: the label never claims more."""
+    label = resolve(discover(str(g.store))[0]).release_label
+    version = tuple(int(x) for x in g.version.split("."))
+    want = "4.x" if version < (5,) else "5.x, before 5.4.0" if version < (5, 4) else "5.4.0 or later"
+    assert label == want
+    assert resolve(discover(str(g.store))[0], {"rocketmqVersion": g.version}).release_label == g.version
