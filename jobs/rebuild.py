@@ -4,7 +4,7 @@ what RocketMQ writes, and show how they differ from the store's own.
 Usage:
     ./spark-submit.sh jobs/rebuild.py --store PATH --output DIR [--broker-conf broker.conf]
         [--rocketmq-version X.Y.Z] [--mapped-file-size-consume-queue N] [--max-hash-slot-num N]
-        [--max-index-num N] [--no-index] [--force]
+        [--max-index-num N] [--no-index] [--force] [--differences DIR]
 
 Writes DIR/consumequeue/ and DIR/index/ (DIR must not be inside the store, and must not hold a rebuild
 already). Settings come from the options, else the broker's properties file, else what the store's files show,
@@ -12,7 +12,9 @@ else RocketMQ's defaults; the job prints each with its source, refuses settings 
 (--force to go ahead), then prints the differences between the rebuild and the store's files. IndexFile names
 are the broker's wall clock when it created them, so IndexFiles are compared by content in name order.
 Exit status: 0 when the store's files equal the rebuild, 3 when they differ or the CommitLog has damage, 2 for
-a bad argument, path or setting (checked before Spark starts).
+a bad argument, path or setting (checked before Spark starts). With --differences DIR the comparison is also
+appended to the Delta table DIR (one row per file pair: status, queue, first differing queue offset, entries
+missing, extra and changed; outside the store).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ def parse_args(argv):
     p.add_argument("--max-index-num", type=int)
     p.add_argument("--no-index", action="store_true", help="messageIndexEnable=false: no IndexFiles")
     p.add_argument("--force", action="store_true", help="rebuild even where settings contradict the store's files")
+    p.add_argument("--differences", help="append the comparison to this Delta table (outside the store)")
     return p.parse_args(argv)
 
 
@@ -70,6 +73,10 @@ def main(spark, argv) -> int:
         print(render_table(["kind", "store file", "rebuilt file", "status", "detail"],
                            [(d.kind, d.store_file, d.rebuilt_file, d.status, d.detail) for d in changed],
                            max_width=400))
+    if args.differences:
+        from rocketstore_spark.spark_rebuild import differences_frame
+        differences_frame(spark, r).write.format("delta").mode("append").save(args.differences)
+        print(f"the comparison was appended to the Delta table {args.differences}")
     return 3 if changed or r.findings else 0
 
 
@@ -77,9 +84,12 @@ def check(argv) -> None:
     """Arguments, paths, output directory and settings are checked before Spark starts."""
     from rocketstore_spark.rebuild.output import OutputError, SettingsConflict, prepare
     from rocketstore_spark.store.discovery import StorePathError
+    from rocketstore_spark.store.outputs import outside_stores, store_roots
     args = parse_args(argv)
     try:
-        prepare(args.store, args.output, options(args), args.broker_conf, args.force)
+        layout, _, _ = prepare(args.store, args.output, options(args), args.broker_conf, args.force)
+        if args.differences:
+            outside_stores(args.differences, store_roots([layout]), "differences table")
     except (StorePathError, OutputError, SettingsConflict, ValueError, OSError) as e:
         print(f"rebuild: {e}", file=sys.stderr)
         sys.exit(2)
@@ -87,4 +97,4 @@ def check(argv) -> None:
 
 if __name__ == "__main__":
     from rocketstore_spark.entrypoint import run
-    run("rebuild", main, check, sys.argv[1:], delta=False)
+    run("rebuild", main, check, sys.argv[1:], delta="--differences" in sys.argv)

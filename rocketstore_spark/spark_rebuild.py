@@ -168,3 +168,15 @@ def _index_files(spark, records, path: str, settings: RebuildSettings, root: Pat
 
 
 BUILT_ARROW = pa.schema([("name", pa.string()), ("findings", pa.list_(pa.field("element", pa.string())))])
+
+
+DIFFERENCES_SCHEMA = ("store STRING, kind STRING, store_file STRING, rebuilt_file STRING, status STRING, topic STRING, "
+                      "queue_id INT, first_queue_offset BIGINT, entries_missing BIGINT, entries_extra BIGINT, "
+                      "entries_changed BIGINT, detail STRING")
+
+
+def differences_frame(spark, result: SparkRebuild):
+    """The rebuild's comparison with the store's files as a DataFrame (DIFFERENCES_SCHEMA): one row per file
+    pair, identical ones included (driver)."""
+    return spark.createDataFrame([{"store": result.store, **d.as_row()} for d in result.differences],
+                                 DIFFERENCES_SCHEMA)

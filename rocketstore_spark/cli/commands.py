@@ -409,7 +409,7 @@ def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, as_json):
                    "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files,
                                "max_offset": q.state.max_offset} for q in r.queues],
                    "index_files": r.index_files, "findings": [f.as_row() for f in r.findings],
-                   "differences": [d.__dict__ for d in r.differences]})
+                   "differences": [d.as_row() for d in r.differences]})
     else:
         line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {len(r.index_files)} IndexFile(s), "
              f"RocketMQ {r.settings.release_label} ({r.settings.sources.get('rocketmqVersion')})")

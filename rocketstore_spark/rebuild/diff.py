@@ -26,6 +26,20 @@ class Difference:
     rebuilt_file: str | None   # relative to the output directory
     status: str                # identical, differs, only_in_store, only_rebuilt
     detail: str = ""
+    topic: str | None = None               # ConsumeQueue files: the queue
+    queue_id: int | None = None
+    first_queue_offset: int | None = None  # a differing ConsumeQueue file: its first differing entry
+    entries_missing: int | None = None     # written only in the rebuild
+    entries_extra: int | None = None       # written only in the store's file
+    entries_changed: int | None = None     # written in both, pointing elsewhere (offset, size or tagsCode)
+
+    def as_row(self) -> dict:
+        """The difference as one row of ``FIELDS`` (the rebuild job's ``differences`` table)."""
+        return {f: getattr(self, f) for f in FIELDS}
+
+
+FIELDS = ("kind", "store_file", "rebuilt_file", "status", "topic", "queue_id", "first_queue_offset",
+          "entries_missing", "entries_extra", "entries_changed", "detail")
 
 
 def _files(root: Path) -> dict[str, Path]:
@@ -33,23 +47,27 @@ def _files(root: Path) -> dict[str, Path]:
         if root.is_dir() else {}
 
 
-def _entry_differences(a: bytes, b: bytes, file_name: str) -> str:
+def _entry_differences(a: bytes, b: bytes, file_name: str) -> dict:
     """The first differing entry of two ConsumeQueue files (queue offset, store's and rebuilt entry), and how
-    many entries are missing from the store (written only in the rebuild), extra in it, or changed."""
+    many entries are missing from the store (written only in the rebuild), extra in it, or changed: the
+    ``Difference`` fields, ``detail`` in words."""
     n = max(len(a), len(b))
     ea = consumequeue.decode_entries(a.ljust(n, b"\0"))
     eb = consumequeue.decode_entries(b.ljust(n, b"\0"))
     differ = np.flatnonzero(ea != eb)
     if not len(differ):
-        return "file sizes differ"
+        return {"detail": "file sizes differ"}
     wa, wb = consumequeue.valid_mask(ea)[differ], consumequeue.valid_mask(eb)[differ]
     missing, extra = int((~wa & wb).sum()), int((wa & ~wb).sum())
     first = int(differ[0])
     show = lambda e: tuple(int(v) for v in e)      # noqa: E731
     queue_offset = int(file_name) // consumequeue.ENTRY_SIZE + first
-    return (f"first difference at queue offset {queue_offset}: store {show(ea[first])}, rebuilt {show(eb[first])}; "
-            f"{len(differ)} entries differ ({missing} missing from the store, {extra} only in the store, "
-            f"{len(differ) - missing - extra} changed)")
+    changed = len(differ) - missing - extra
+    return {"first_queue_offset": queue_offset, "entries_missing": missing, "entries_extra": extra,
+            "entries_changed": changed,
+            "detail": f"first difference at queue offset {queue_offset}: store {show(ea[first])}, rebuilt "
+                      f"{show(eb[first])}; {len(differ)} entries differ ({missing} missing from the store, {extra} "
+                      f"only in the store, {changed} changed)"}
 
 
 CHUNK = 16 << 20
@@ -95,13 +113,17 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
         a, b = theirs.get(rel), ours.get(rel)
         store_rel = f"consumequeue/{rel}" if a else None
         built_rel = f"consumequeue/{rel}" if b else None
+        parts = rel.split(os.sep)
+        queue = {"topic": parts[0], "queue_id": int(parts[1])} if len(parts) == 3 and parts[1].lstrip("-").isdigit() \
+            else {}
         if a is None or b is None:
-            out.append(Difference("consumequeue", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store"))
+            out.append(Difference("consumequeue", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store",
+                                  **queue))
             continue
         da, db = a.read_bytes(), b.read_bytes()
-        out.append(Difference("consumequeue", store_rel, built_rel, "identical") if da == db else
-                   Difference("consumequeue", store_rel, built_rel, "differs",
-                              _entry_differences(da, db, os.path.basename(rel))))
+        out.append(Difference("consumequeue", store_rel, built_rel, "identical", **queue) if da == db else
+                   Difference("consumequeue", store_rel, built_rel, "differs", **queue,
+                              **_entry_differences(da, db, os.path.basename(rel))))
     theirs_ix = [Path(p) for p in store.index_files()] if store.index_dir else []
     ours_ix = sorted(p for p in (output / "index").glob("*") if p.is_file() and not p.name.startswith(".")) \
         if (output / "index").is_dir() else []

@@ -32,7 +32,8 @@ def test_the_spark_rebuild_is_rocketmqs_own_rebuild(spark, tmp_path, capsys):
 
 def test_a_lagging_store_exits_3_and_shows_where_its_queues_differ(spark, tmp_path, capsys):
     g = BY_ID["4.9.8/cq-lag-clean"]
-    assert job.main(spark, ["--store", str(g.store), "--output", str(tmp_path / "out")]) == 3
+    assert job.main(spark, ["--store", str(g.store), "--output", str(tmp_path / "out"),
+                            "--differences", str(tmp_path / "diff")]) == 3
     out = capsys.readouterr().out
     cut = [s for s in g.manifest["surgery"] if s["action"] == "zero_cq_entries"]
     deleted = [s for s in g.manifest["surgery"] if s["action"] == "delete_file"]
@@ -43,6 +44,15 @@ def test_a_lagging_store_exits_3_and_shows_where_its_queues_differ(spark, tmp_pa
         queue_offset = (int(s["file"].rsplit("/", 1)[1]) + s["file_position"]) // 20
         assert re.search(rf"{re.escape(s['file'])} +{re.escape(s['file'])} +differs +first difference at queue "
                          rf"offset {queue_offset}: store \(0, 0, 0\)", out), out
+    # the same comparison as a Delta table: one row per file pair
+    rows = {r.store_file or r.rebuilt_file: r for r in spark.read.format("delta").load(str(tmp_path / "diff")).collect()}
+    for s in cut:
+        r = rows[s["file"]]
+        _, topic, queue_id, name = s["file"].split("/")
+        assert (r.status, r.topic, r.queue_id, r.first_queue_offset, r.entries_missing, r.entries_extra) == (
+            "differs", topic, int(queue_id), (int(name) + s["file_position"]) // 20, s["entries_removed"], 0)
+    assert {rows[s["file"]].status for s in deleted} == {"only_rebuilt"}
+    assert sum(r.status != "identical" for r in rows.values()) == len(cut) + len(deleted)
 
 
 def test_an_output_inside_the_store_is_refused_before_spark_starts():
