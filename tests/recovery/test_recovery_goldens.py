@@ -37,6 +37,19 @@ def test_the_cut_and_the_deleted_files_are_rocketmqs(golden: Golden, reports):
     assert ours == deleted
 
 
+CRASHED = [g for g in GOLDENS if g.manifest["abort_present"]]
+
+
+@pytest.mark.parametrize("golden", CRASHED, ids=[g.id for g in CRASHED])
+def test_the_walk_starts_where_rocketmq_started(golden: Golden, reports):
+    """RocketMQ's abnormal recovery dispatches every valid record from the segment it starts at up to where it
+    stops (manifest ``recovery.dispatched_during_load``: a probe first in RocketMQ's own dispatcher list), so
+    the first record it dispatched opens its start file."""
+    doc, seen = report_of(golden, reports), golden.manifest["recovery"]["dispatched_during_load"]
+    assert doc["start_file"] == f"{seen['first_physical_offset']:020d}"
+    assert doc["process_offset"] == seen["end_physical_offset"]
+
+
 @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
 def test_every_queue_ends_where_rocketmq_left_it(golden: Golden, reports):
     """Including the queues a crash re-dispatches into (cq-lag-crash), and those RocketMQ's schedule service
@@ -51,7 +64,9 @@ def test_every_queue_ends_where_rocketmq_left_it(golden: Golden, reports):
 def test_the_stop_and_what_is_lost(golden: Golden, reports):
     doc, m = report_of(golden, reports), golden.manifest
     po = doc["process_offset"]
-    lost = [r for r in m["messages"] if r["physical_offset"] >= po and r["body_crc_ok"]]
+    # what disappears: every intact, CRC-correct record at or after RocketMQ's end (after a zeroed page too,
+    # where RocketMQ's own walk of the damaged store stops before them)
+    lost = [r for r in golden.records_on_disk if r["physical_offset"] >= po and r["body_crc_ok"]]
     assert doc["lost"]["messages"] == len(lost)
     assert doc["lost"]["topics"] == dict(Counter(r["topic"] for r in lost))
     if lost:
@@ -65,6 +80,19 @@ def test_the_stop_and_what_is_lost(golden: Golden, reports):
         record = next(r for r in m["messages"] if r["physical_offset"] == po)
         assert record["physical_offset"] <= flip["physical_offset"] < po + record["total_size"]
         assert "BODYCRC" in doc["stop"]["reason"] and doc["lost"]["messages"] > 0
+    if golden.scenario == "corrupt-window":
+        # the flip lies in a segment before the last: RocketMQ stops at that record, the later segments go
+        [flip] = m["surgery"]
+        assert po == flip["physical_offset"] and "BODYCRC" in doc["stop"]["reason"]
+        assert doc["stop"]["file"] != doc["commitlog_files_deleted"][-1]
+        # lost: the rest of that segment and valid records in the next one
+        assert doc["lost"]["last_physical_offset"] >= seg["base_offset"] + seg["file_size"]
+    if golden.scenario == "zeroed-page":
+        # RocketMQ stops at the first record the page touched (which may start well before the page)
+        [page] = m["surgery"]
+        touched = next(r for r in golden.parent.messages if r["physical_offset"] == po)
+        assert po <= page["physical_offset"] < po + touched["total_size"]
+        assert doc["lost"]["first_physical_offset"] >= page["physical_offset"] + page["length"]
 
 
 def test_consumer_offsets_past_the_end_after_recovery():
