@@ -113,5 +113,11 @@ def test_the_release_family_can_be_overridden():
     assert recovery_report(str(g.store))[0]["start_file"] == "00000000000000262144"
     doc = recovery_report(str(g.store), release_family="4.9.x")[0]
     assert doc["rocketmq_version"] == "4.9.x" and doc["start_file"] == "00000000000000131072"
+    # crash-stale: RocketMQ 5.5.1 started at 262,144 (recovery.dispatched_during_load), where its
+    # logicsPhysicalOffset points; the timestamp rule of the older families would have walked one more segment
+    g = BY_ID["5.5.1/crash-stale"]
+    assert g.manifest["recovery"]["dispatched_during_load"]["first_physical_offset"] == 262144
+    assert recovery_report(str(g.store))[0]["start_file"] == "00000000000000262144"
+    assert recovery_report(str(g.store), release_family="4.9.x")[0]["start_file"] == "00000000000000131072"
     with pytest.raises(ValueError, match="release family"):
         recovery_report(str(g.store), release_family="6.x")
