@@ -50,7 +50,7 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * <pre>
  *   write   --store DIR --mode clean|crash|stale|propcrc  write the message mix; shut down (or halt: crash, stale)
  *   inspect --store DIR --out FILE                    every record as RocketMQ decodes it; checkpoint; files
- *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild]
+ *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild] [SETTINGS]
  *                                                     open a copy, let RocketMQ recover and dispatch, report
  *   rebuild --store DIR --work DIR --keep DIR --out FILE [SETTINGS]
  *                                                     recover --rebuild with the given store settings and no
@@ -66,7 +66,8 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * </pre>
  *
  * SETTINGS: --mappedFileSizeCommitLog N --mappedFileSizeConsumeQueue N --maxHashSlotNum N --maxIndexNum N
- * --messageDelayLevel "1s 5s ..." (each optional; the golden geometry below otherwise).
+ * --messageDelayLevel "1s 5s ..." (each optional; the golden geometry below otherwise), and any other
+ * MessageStoreConfig setting as --setting name=value (e.g. --setting commitLogRecoverMaxNum=2).
  *
  * Geometry is deliberately tiny so a store of a few hundred messages crosses every boundary: 128 KiB
  * CommitLog segments, 40-entry ConsumeQueue files, index files of 64 slots / 256 entries.
@@ -157,7 +158,33 @@ public final class Generator {
         if (args.has("messageDelayLevel")) {
             cfg.setMessageDelayLevel(args.get("messageDelayLevel"));
         }
+        for (String s : args.all("setting")) {
+            int eq = s.indexOf('=');
+            setting(cfg, s.substring(0, eq), s.substring(eq + 1));
+        }
         return cfg;
+    }
+
+    /** --setting name=value: any MessageStoreConfig setter of this release (int, long, boolean or String). */
+    static void setting(MessageStoreConfig cfg, String name, String value) {
+        String setter = "set" + Character.toUpperCase(name.charAt(0)) + name.substring(1);
+        for (java.lang.reflect.Method m : MessageStoreConfig.class.getMethods()) {
+            if (!m.getName().equals(setter) || m.getParameterCount() != 1) {
+                continue;
+            }
+            Class<?> t = m.getParameterTypes()[0];
+            Object v = t == int.class ? (Object) Integer.parseInt(value) : t == long.class ? (Object) Long.parseLong(value)
+                : t == boolean.class ? (Object) Boolean.parseBoolean(value) : t == String.class ? value : null;
+            if (v != null) {
+                try {
+                    m.invoke(cfg, v);
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException(setter + "(" + value + ")", e);
+                }
+                return;
+            }
+        }
+        throw new IllegalArgumentException("RocketMQ " + Rmq.version() + "'s MessageStoreConfig has no setting " + name);
     }
 
     /**
