@@ -31,10 +31,30 @@ def test_the_cut_and_the_deleted_files_are_rocketmqs(golden: Golden, reports):
     assert doc["rocketmq_version"] == {"4.9.8": "4.9.x", "5.1.4": "5.0-5.3.1", "5.5.1": "5.5.x"}[golden.version]
     assert doc["shutdown"] == ("abnormal" if golden.manifest["abort_present"] else "normal")
     assert doc["process_offset"] == rec["commitlog_max_offset"]
-    deleted = sorted(f for f in rec["files_deleted"] if f.split("/")[0] in ("commitlog", "consumequeue", "index"))
-    ours = sorted(doc["commitlog_files_deleted"] + doc["index_files_deleted"]
+    assert deleted_files(doc) == rocketmq_deleted_files(rec)
+
+
+def deleted_files(doc: dict) -> list[str]:
+    """The CommitLog, ConsumeQueue and IndexFile files a recovery report says go."""
+    return sorted(doc["commitlog_files_deleted"] + doc["index_files_deleted"]
                   + [f for q in doc["consumequeues"] for f in q["files_deleted"]])
-    assert ours == deleted
+
+
+def rocketmq_deleted_files(rec: dict) -> list[str]:
+    """The CommitLog, ConsumeQueue and IndexFile files RocketMQ's recovery deleted (a ``recover`` result)."""
+    return sorted(f for f in rec["files_deleted"] if f.split("/")[0] in ("commitlog", "consumequeue", "index"))
+
+
+def queue_ends(doc: dict, rocketmq_queues: list[dict]) -> tuple[dict, dict]:
+    """(our max offset per queue, RocketMQ's for the same queues and every non-empty one)."""
+    ours = {(q["topic"], q["queue_id"]): q["max_offset"] for q in doc["consumequeues"]}
+    theirs = {(q["topic"], q["queue_id"]): q["max_offset"] for q in rocketmq_queues}
+    return ours, {k: v for k, v in theirs.items() if k in ours or v}
+
+
+def lost_records(records: list[dict], process_offset: int) -> list[dict]:
+    """What disappears: every intact, CRC-correct record at or after RocketMQ's end."""
+    return [r for r in records if r["physical_offset"] >= process_offset and r["body_crc_ok"]]
 
 
 CRASHED = [g for g in GOLDENS if g.manifest["abort_present"]]
@@ -54,19 +74,16 @@ def test_the_walk_starts_where_rocketmq_started(golden: Golden, reports):
 def test_every_queue_ends_where_rocketmq_left_it(golden: Golden, reports):
     """Including the queues a crash re-dispatches into (cq-lag-crash), and those RocketMQ's schedule service
     only looked up (listed at 0 without files)."""
-    doc = report_of(golden, reports)
-    ours = {(q["topic"], q["queue_id"]): q["max_offset"] for q in doc["consumequeues"]}
-    theirs = {(q["topic"], q["queue_id"]): q["max_offset"] for q in golden.manifest["queues"]}
-    assert {k: v for k, v in theirs.items() if k in ours or v} == ours
+    ours, theirs = queue_ends(report_of(golden, reports), golden.manifest["queues"])
+    assert ours == theirs
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
 def test_the_stop_and_what_is_lost(golden: Golden, reports):
     doc, m = report_of(golden, reports), golden.manifest
     po = doc["process_offset"]
-    # what disappears: every intact, CRC-correct record at or after RocketMQ's end (after a zeroed page too,
-    # where RocketMQ's own walk of the damaged store stops before them)
-    lost = [r for r in golden.records_on_disk if r["physical_offset"] >= po and r["body_crc_ok"]]
+    # records_on_disk: after a zeroed page too, where RocketMQ's own walk of the damaged store stops before them
+    lost = lost_records(golden.records_on_disk, po)
     assert doc["lost"]["messages"] == len(lost)
     assert doc["lost"]["topics"] == dict(Counter(r["topic"] for r in lost))
     if lost:
