@@ -56,6 +56,7 @@ STORE_SETTINGS = {
     "messageIndexSafe": (bool, False),
     "duplicationEnable": (bool, False),
     "checkCRCOnRecover": (bool, True),
+    "commitLogRecoverMaxNum": (int, 10),     # 5.5.x: how many segments back recovery looks for its start
     "messageDelayLevel": (str, "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"),
 }
 

@@ -75,7 +75,8 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "release": {"detected_or_given": str(settings.release), "source": settings.sources.get("rocketmqVersion"),
                     "family_overridden": release_family is not None},
         "settings": {k: settings.values.get(k) for k in ("checkCRCOnRecover", "messageIndexEnable",
-                                                         "messageIndexSafe", "duplicationEnable")}
+                                                         "messageIndexSafe", "duplicationEnable",
+                                                         "commitLogRecoverMaxNum")}
         | {"mappedFileSizeConsumeQueue": settings.consume_queue_file_size},
         "shutdown": r.shutdown,
         "shutdown_reason": r.shutdown_reason or ("the abort file is present: the broker did not shut down cleanly"

@@ -45,7 +45,7 @@ from rocketstore_spark.verify.segments import SegmentSummary, scan_segment
 from rocketstore_spark.verify.store import split_queues
 
 FAMILIES = ("4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x")
-RECOVER_MAX_SEGMENTS = 10          # 5.5.x commitLogRecoverMaxNum
+RECOVER_MAX_SEGMENTS = 10          # 5.5.x commitLogRecoverMaxNum: the default, and what a value <= 0 means
 SCAN_THREADS = 2                   # segments scanned at once (CRC and walk release the GIL)
 
 
@@ -179,6 +179,10 @@ class Simulation:
         if self.family not in FAMILIES:
             raise ValueError(f"release family {self.family!r}: expected one of {', '.join(FAMILIES)}")
         self.check_crc = bool(settings.values.get("checkCRCOnRecover", True))
+        # 5.5.x CommitLog.recoverNormally/recoverAbnormally: maxRecoverNum = getCommitLogRecoverMaxNum(), 10 if <= 0
+        self.recover_max = int(settings.values.get("commitLogRecoverMaxNum", RECOVER_MAX_SEGMENTS))
+        if self.recover_max <= 0:
+            self.recover_max = RECOVER_MAX_SEGMENTS
         self.index_safe = bool(settings.values.get("messageIndexSafe", False))
         self.index_enable = settings.geometry is not None
         self.state = read_checkpoint(layout.files) if layout.files.root is not None else None
@@ -263,13 +267,13 @@ class Simulation:
 
     def _search(self, ok, why: str) -> tuple[int, str]:
         n = len(self.layout.segments)
-        oldest = max(0, n - RECOVER_MAX_SEGMENTS)
+        oldest = max(0, n - self.recover_max)
         for k in range(n - 1, oldest - 1, -1):
             if k > oldest:
                 self._prefetch(k - 1)
             if ok(self.segment(k)):
                 return k, why
-        return oldest, why + f": none within {RECOVER_MAX_SEGMENTS} segments, the oldest examined"
+        return oldest, why + f": none within {self.recover_max} segments (commitLogRecoverMaxNum), the oldest examined"
 
     def walk(self, start: int, why: str) -> Walk:
         """Step 2 from segment ``start``."""

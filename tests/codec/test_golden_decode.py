@@ -76,7 +76,7 @@ def test_codec_decodes_golden_store_exactly(golden):
     table, findings = read_table(golden.store)
     assert set(table.column("store").to_pylist()) == {str(golden.store)}
     got = [actual_row(r) for r in table.to_pylist()]
-    want = [expected_row(m) for m in sorted(golden.messages, key=lambda m: m["physical_offset"])]
+    want = [expected_row(m) for m in sorted(golden.records_on_disk, key=lambda m: m["physical_offset"])]
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g == w, g["physical_offset"]

@@ -25,7 +25,7 @@ def test_golden_store_through_spark_is_exact(spark, golden):
     for r in rows:
         r.pop("store")
         got.append(actual_row(r))
-    want = [expected_row(m) for m in sorted(golden.messages, key=lambda m: m["physical_offset"])]
+    want = [expected_row(m) for m in sorted(golden.records_on_disk, key=lambda m: m["physical_offset"])]
     assert got == want
 
 

@@ -38,6 +38,28 @@ class Golden:
     def messages(self) -> list[dict]:
         return self.manifest["messages"]
 
+    @property
+    def parent(self) -> "Golden | None":
+        """The scenario this store is a copy of (manifest ``derived_from``), None for a store RocketMQ wrote."""
+        name = self.manifest.get("derived_from")
+        return Golden(self.version, name, self.path.parent / name) if name else None
+
+    @cached_property
+    def records_on_disk(self) -> list[dict]:
+        """Every intact record in the store's bytes, as RocketMQ decodes them. The manifest's own walk
+        (``checkMessageAndReturnSize`` from position 0 of each segment) stops at the first invalid record, so
+        where surgery zeroed a page in the middle of a segment the intact records after the page are taken
+        from the parent's manifest: RocketMQ's decoding of the same, untouched bytes."""
+        zeroed = [(s["physical_offset"], s["physical_offset"] + s["length"]) for s in self.manifest["surgery"]
+                  if s["action"] == "zero_page"]
+        if not zeroed:
+            return self.messages
+        own = {r["physical_offset"] for r in self.messages}
+        after = [r for r in self.parent.messages if r["physical_offset"] not in own
+                 and all(r["physical_offset"] >= hi or r["physical_offset"] + r["total_size"] <= lo for lo, hi in zeroed)
+                 and any(r["physical_offset"] >= hi for _, hi in zeroed)]
+        return sorted(self.messages + after, key=lambda r: r["physical_offset"])
+
     @cached_property
     def config_manifest(self) -> dict | None:
         """config-manifest.json (consumer-offsets stores): what RocketMQ was given for topics.json,

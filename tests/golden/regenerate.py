@@ -139,6 +139,20 @@ def tear_record(store: Path, msg: dict) -> dict:
             "physical_offset": msg["physical_offset"]}
 
 
+def zero_page(store: Path, segment: dict, messages: list[dict], page: int = 4096) -> dict:
+    """Zero an OS page in the middle of a segment's valid data, as a dirty page lost by a power cut leaves it:
+    the first page from the middle on in which a record starts (so headers are lost, not only a body)."""
+    starts = [m["file_position"] for m in messages if m["segment"] == segment["file"]]
+    position = segment["valid_end"] // 2 // page * page
+    while not any(position < s < position + page for s in starts):
+        position += page
+    with open(store / "commitlog" / segment["file"], "r+b") as f:
+        f.seek(position)
+        f.write(bytes(page))
+    return {"action": "zero_page", "file": f"commitlog/{segment['file']}", "file_position": position, "length": page,
+            "physical_offset": segment["base_offset"] + position}
+
+
 def cut_consume_queue(store: Path, topic: str, queue_id: int, entries: int) -> dict:
     """Zero the last ``entries`` written entries of a queue, deleting a file they leave empty."""
     qdir = store / "consumequeue" / topic / str(queue_id)
@@ -255,6 +269,9 @@ class VersionRun:
             [flip_body_byte(corrupt, victim_new), flip_body_byte(corrupt, victim_old)],
             keep_recovery=True, parent="crash")
 
+        self.zeroed_page_scenario(add, crash_view)
+        self.stale_scenarios(add)
+
         # lagging ConsumeQueues, from a clean and from a crashed store
         for parent in ("clean", "crash"):
             lag = self.copy(parent, f"cq-lag-{parent}")
@@ -300,6 +317,32 @@ class VersionRun:
         self.write_config()
         shutil.rmtree(self.scratch, ignore_errors=True)
         return list(scenarios)
+
+    def zeroed_page_scenario(self, add, crash_view: dict) -> None:
+        """zeroed-page: a lost dirty page, one 4 KiB page in the middle of the crash store's last segment zeroed."""
+        zeroed = self.copy("crash", "zeroed-page")
+        last_data = max((s for s in crash_view["segments"] if s["records"]), key=lambda s: s["base_offset"])
+        add("zeroed-page", "The crash store with a 4 KiB page in the middle of its last segment's data zeroed "
+                           "(a dirty page lost by a power cut): the first page from the middle on in which a "
+                           "record starts.",
+            [zero_page(zeroed, last_data, crash_view["messages"])], keep_recovery=True, parent="crash")
+
+    def stale_scenarios(self, add) -> None:
+        """crash-stale: its own write run (880 messages, thorough flushes off for the last 510), so the checkpoint
+        lags the crash by three or more segments; corrupt-window: a copy with one body byte flipped in the segment
+        before the last one with records (inside every family's recovery window, not the last segment)."""
+        self.gen("write", "--store", str(self.store("crash-stale")), "--mode", "stale")
+        add("crash-stale", "Written (880 messages), the checkpoint's last thorough flush after message 370, then "
+                           "510 more messages and the JVM halted: the checkpoint lags the log by three or more "
+                           "segments.", keep_recovery=True)
+        stale_msgs = self.inspect(self.store("crash-stale"))["messages"]
+        window = self.copy("crash-stale", "corrupt-window")
+        plain = [m for m in stale_msgs if m["body_length"] >= 8 and not m["sys_flag"] & 0x30]
+        segs = sorted({m["segment"] for m in plain})
+        victim = [m for m in plain if m["segment"] == segs[-2]][2]
+        add("corrupt-window", "The crash-stale store with one body byte flipped in an early record of the segment "
+                              "before the last (inside every family's recovery window, not in the last segment).",
+            [flip_body_byte(window, victim)], keep_recovery=True, parent="crash-stale")
 
     def config_only(self) -> list[str]:
         """Only the config step, on the existing consumer-offsets store (no store phases, manifests untouched)."""

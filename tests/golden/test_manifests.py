@@ -60,7 +60,8 @@ def test_both_rocketmq_lines_present():
     assert versions == {"4", "5"}, versions
     scenarios = {g.scenario for g in GOLDENS}
     for required in ("clean", "crash", "torn-tail", "corrupt-body", "cq-lag-clean", "cq-lag-crash",
-                     "index-deleted", "index-truncated", "consumer-offsets"):
+                     "index-deleted", "index-truncated", "consumer-offsets", "crash-stale", "corrupt-window",
+                     "zeroed-page"):
         assert required in scenarios
 
 
@@ -194,7 +195,7 @@ def test_clean_shutdown_recovery_keeps_the_log(golden: Golden):
     assert golden.manifest["commitlog"]["max_offset"] == last["physical_offset"] + last["total_size"]
 
 
-@golden_param(["crash", "cq-lag-crash"])
+@golden_param(["crash", "cq-lag-crash", "crash-stale"])
 def test_crash_recovery_keeps_every_valid_record(golden: Golden):
     assert golden.manifest["abort_present"]
     last = max(golden.messages, key=lambda m: m["physical_offset"])
@@ -218,8 +219,60 @@ def test_corrupt_body_recovery_stops_at_the_first_bad_crc_in_its_window(golden: 
     assert golden.manifest["commitlog"]["max_offset"] == flipped[-1]
 
 
+def data_segments(golden: Golden) -> list[dict]:
+    return [s for s in golden.manifest["segments"] if s["records"]]
+
+
+def start_segment(golden: Golden) -> int:
+    """Index (among the segments with records) of the segment RocketMQ's abnormal recovery started at: the one
+    holding the first record it dispatched."""
+    first = golden.manifest["recovery"]["dispatched_during_load"]["first_physical_offset"]
+    return next(i for i, s in enumerate(data_segments(golden)) if s["base_offset"] == first)
+
+
+@golden_param(["crash-stale", "corrupt-window"])
+def test_stale_checkpoint_lags_the_log_by_three_segments(golden: Golden):
+    """RocketMQ's own recovery walked from a segment three or more before the last one with records, and the
+    checkpoint's times (4.x, 5.0-5.3) or logicsPhysicalOffset (5.5) lie before that walk's later segments."""
+    segs, cp = data_segments(golden), golden.manifest["checkpoint"]
+    assert golden.manifest["abort_present"]
+    assert len(segs) - 1 - start_segment(golden) >= 3
+    newer = [m for m in golden.messages if m["store_timestamp"] > cp["physicMsgTimestamp"]]
+    assert min(m["physical_offset"] for m in newer) < segs[-3]["base_offset"]
+    if "logicsPhysicalOffset" in cp:
+        assert cp["logicsPhysicalOffset"] < segs[-3]["base_offset"]
+
+
+@golden_param(["corrupt-window"])
+def test_corrupt_window_recovery_stops_before_the_last_segment(golden: Golden):
+    [flip] = golden.manifest["surgery"]
+    assert [m["physical_offset"] for m in golden.messages if not m["body_crc_ok"]] == [flip["physical_offset"]]
+    segs = data_segments(golden)
+    flipped = next(i for i, s in enumerate(segs) if f"commitlog/{s['file']}" == flip["file"])
+    assert start_segment(golden) < flipped < len(segs) - 1
+    assert golden.manifest["commitlog"]["max_offset"] == flip["physical_offset"]
+    assert {f"commitlog/{s['file']}" for s in golden.manifest["segments"][flipped + 1:]} <= \
+        set(golden.manifest["recovery"]["files_deleted"])
+
+
+@golden_param(["zeroed-page"])
+def test_zeroed_page_recovery_stops_at_the_first_record_it_touched(golden: Golden):
+    [page] = golden.manifest["surgery"]
+    assert page["file_position"] % 4096 == 0 and page["length"] == 4096
+    data = segment_bytes(golden, page["file"].split("/")[1])
+    assert data[page["file_position"]:page["file_position"] + 4096] == bytes(4096)
+    segs = data_segments(golden.parent)
+    assert page["file"] == f"commitlog/{segs[-1]['file']}"
+    touched = next(m for m in golden.parent.messages
+                   if m["physical_offset"] <= page["physical_offset"] < m["physical_offset"] + m["total_size"])
+    assert golden.manifest["commitlog"]["max_offset"] == touched["physical_offset"]
+    # intact records after the page exist, and RocketMQ's walk never reached them
+    after = [m for m in golden.records_on_disk if m["physical_offset"] >= page["physical_offset"] + page["length"]]
+    assert after and not set(m["physical_offset"] for m in after) & {m["physical_offset"] for m in golden.messages}
+
+
 @golden_param(["crash", "torn-tail", "corrupt-body", "cq-lag-crash", "cq-lag-clean", "index-deleted",
-               "index-truncated"])
+               "index-truncated", "crash-stale", "corrupt-window", "zeroed-page"])
 def test_expected_recovery_bytes_are_what_rocketmq_left(golden: Golden):
     after = {f["path"]: f["sha256"] for f in golden.manifest["recovery"]["files_after"]
              if f["path"].startswith(("consumequeue/", "index/"))}

@@ -20,7 +20,7 @@ def files(root):
 
 
 @pytest.mark.parametrize("gid", ["4.9.8/corrupt-body", "5.1.4/torn-tail", "5.5.1/corrupt-body", "5.5.1/clean",
-                                 "4.9.8/crash"])
+                                 "4.9.8/crash", "4.9.8/corrupt-window", "5.5.1/zeroed-page"])
 def test_the_plan_exports_what_the_restart_would_lose_and_leaves_the_store_alone(gid, tmp_path):
     g = BY_ID[gid]
     before = files(g.store)
@@ -29,7 +29,7 @@ def test_the_plan_exports_what_the_restart_would_lose_and_leaves_the_store_alone
     assert json.loads((tmp_path / "plan" / "plan.json").read_text())["actions"] == plan["actions"]
     po = g.manifest["recovery"]["commitlog_max_offset"]
     assert plan["process_offset"] == po
-    lost = [m for m in g.messages if m["physical_offset"] >= po and m["body_crc_ok"]]
+    lost = [m for m in g.records_on_disk if m["physical_offset"] >= po and m["body_crc_ok"]]
     table = pq.read_table(tmp_path / "plan" / "lost-messages.parquet")
     assert sorted(table["physical_offset"].to_pylist()) == sorted(m["physical_offset"] for m in lost)
     by_offset = {m["physical_offset"]: m for m in lost}

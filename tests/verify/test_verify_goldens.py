@@ -49,6 +49,21 @@ def planted(golden: Golden) -> tuple[set, list]:
             for field, position in (("physicMsgTimestamp", 0), ("logicsMsgTimestamp", 8)):
                 if m["checkpoint"][field] > newest:
                     must.add(("checkpoint.ahead_of_log", "checkpoint", position, None))
+        elif action == "zero_page":
+            # the first record the page touched fails (RocketMQ's walk ends there); reading resumes at the first
+            # intact record after the page (RocketMQ's decoding of the parent store, whose bytes those are)
+            seg = next(x for x in m["segments"] if f"commitlog/{x['file']}" == file)
+            must.add(("commitlog.length_mismatch", file, seg["valid_end"], None))
+            page_end = s["physical_offset"] + s["length"]
+            resumed = min(r["physical_offset"] for r in golden.records_on_disk if r["physical_offset"] >= page_end)
+            must.add(("commitlog.resynchronised", file, resumed - seg["base_offset"], None))
+            # consequences: QUEUEOFFSETs missing after the page, and queue entries and index keys for records
+            # past RocketMQ's end of the log (lost in the page, or now at other queue positions)
+            allowed.append(lambda f, page_end=page_end: f.check == "commitlog.queue_offset_gap"
+                           and f.physical_offset >= page_end)
+            allowed.append(lambda f: f.check in ("consumequeue.entry_mismatch", "consumequeue.extra_entry",
+                                                 "consumequeue.entry_past_end", "index.wrong_entry")
+                           and f.physical_offset >= log_max)
         elif action in ("zero_cq_entries", "delete_file") and file.startswith("consumequeue/"):
             name = file.rsplit("/", 1)[1]
             queue_offset = (int(name) + s.get("file_position", 0)) // 20

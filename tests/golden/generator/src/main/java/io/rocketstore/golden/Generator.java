@@ -36,6 +36,7 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.sysflag.MessageSysFlag;
 import org.apache.rocketmq.store.AppendMessageResult;
 import org.apache.rocketmq.store.CommitLog;
+import org.apache.rocketmq.store.CommitLogDispatcher;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.DispatchRequest;
 import org.apache.rocketmq.store.PutMessageResult;
@@ -47,9 +48,9 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * MessageDecoder, StoreCheckpoint). Runs as a standalone JVM, once per command:
  *
  * <pre>
- *   write   --store DIR --mode clean|crash|propcrc   write the message mix; shut down (or halt: crash)
+ *   write   --store DIR --mode clean|crash|stale|propcrc  write the message mix; shut down (or halt: crash, stale)
  *   inspect --store DIR --out FILE                    every record as RocketMQ decodes it; checkpoint; files
- *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild]
+ *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild] [SETTINGS]
  *                                                     open a copy, let RocketMQ recover and dispatch, report
  *   rebuild --store DIR --work DIR --keep DIR --out FILE [SETTINGS]
  *                                                     recover --rebuild with the given store settings and no
@@ -65,7 +66,8 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * </pre>
  *
  * SETTINGS: --mappedFileSizeCommitLog N --mappedFileSizeConsumeQueue N --maxHashSlotNum N --maxIndexNum N
- * --messageDelayLevel "1s 5s ..." (each optional; the golden geometry below otherwise).
+ * --messageDelayLevel "1s 5s ..." (each optional; the golden geometry below otherwise), and any other
+ * MessageStoreConfig setting as --setting name=value (e.g. --setting commitLogRecoverMaxNum=2).
  *
  * Geometry is deliberately tiny so a store of a few hundred messages crosses every boundary: 128 KiB
  * CommitLog segments, 40-entry ConsumeQueue files, index files of 64 slots / 256 entries.
@@ -76,6 +78,15 @@ public final class Generator {
     static final int INDEX_HASH_SLOTS = 64;
     static final int INDEX_MAX_ENTRIES = 256;
     static final int MESSAGES = 520;
+    /**
+     * write --mode stale: 880 messages, phase A 0-319 (ends in the second segment), B 320-369 (crosses into
+     * the third), C 370-879 written with thorough flushes off (into the sixth segment), so the checkpoint's
+     * times (4.x, 5.0-5.3: the end of A by the 3-second margin) and its logicsPhysicalOffset (5.5: the end of
+     * B) lag the crash by three or more segments.
+     */
+    static final int STALE_MESSAGES = 880;
+    static final int STALE_PHASE_A = 320;
+    static final int STALE_PHASE_B = 370;
     static final long SEED = 20261122L;
 
     static final String LONG_RETRY_TOPIC = "%RETRY%" + "golden_group_with_a_very_long_name_".repeat(4);
@@ -125,6 +136,7 @@ public final class Generator {
         cfg.setFlushConsumeQueueThoroughInterval(1000);
         cfg.setFlushCommitLogThoroughInterval(1000);
         cfg.setCleanResourceInterval(500);
+        cfg.setHaListenPort(0);   // an ephemeral HA port: several runs (versions, regenerations) can overlap
         return cfg;
     }
 
@@ -146,21 +158,45 @@ public final class Generator {
         if (args.has("messageDelayLevel")) {
             cfg.setMessageDelayLevel(args.get("messageDelayLevel"));
         }
+        for (String s : args.all("setting")) {
+            int eq = s.indexOf('=');
+            setting(cfg, s.substring(0, eq), s.substring(eq + 1));
+        }
         return cfg;
+    }
+
+    /** --setting name=value: any MessageStoreConfig setter of this release (int, long, boolean or String). */
+    static void setting(MessageStoreConfig cfg, String name, String value) {
+        String setter = "set" + Character.toUpperCase(name.charAt(0)) + name.substring(1);
+        for (java.lang.reflect.Method m : MessageStoreConfig.class.getMethods()) {
+            if (!m.getName().equals(setter) || m.getParameterCount() != 1) {
+                continue;
+            }
+            Class<?> t = m.getParameterTypes()[0];
+            Object v = t == int.class ? (Object) Integer.parseInt(value) : t == long.class ? (Object) Long.parseLong(value)
+                : t == boolean.class ? (Object) Boolean.parseBoolean(value) : t == String.class ? value : null;
+            if (v != null) {
+                try {
+                    m.invoke(cfg, v);
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException(setter + "(" + value + ")", e);
+                }
+                return;
+            }
+        }
+        throw new IllegalArgumentException("RocketMQ " + Rmq.version() + "'s MessageStoreConfig has no setting " + name);
     }
 
     /**
      * A store that serves and dispatches but adds nothing to the CommitLog: 4.x's in-store
      * ScheduleMessageService would deliver every delayed message that has fallen due since the store was
      * written (a SLAVE store does not start it; nothing else in the store code reads the role for
-     * dispatch); the HA port is an ephemeral one, so several runs can overlap; the cleaner never expires a
-     * segment, whatever the files' age.
+     * dispatch); the cleaner never expires a segment, whatever the files' age.
      */
     static MessageStoreConfig quiet(MessageStoreConfig cfg) {
         if (!Rmq.V5) {
             cfg.setBrokerRole(org.apache.rocketmq.store.config.BrokerRole.SLAVE);
         }
-        cfg.setHaListenPort(0);
         cfg.setFileReservedTime(100 * 365 * 24);
         return cfg;
     }
@@ -193,8 +229,11 @@ public final class Generator {
         DefaultMessageStore store = open(cfg);
         store.start();
         Writer w = new Writer(store);
-        int a = MESSAGES * 6 / 10;
-        int b = MESSAGES * 8 / 10;
+        // stale: the checkpoint's last thorough flush several segments behind the crash (phase C is long)
+        boolean stale = mode.equals("stale");
+        int total = stale ? STALE_MESSAGES : MESSAGES;
+        int a = stale ? STALE_PHASE_A : MESSAGES * 6 / 10;
+        int b = stale ? STALE_PHASE_B : MESSAGES * 8 / 10;
         for (int i = 0; i < a; i++) {
             w.emit(i);
         }
@@ -206,12 +245,12 @@ public final class Generator {
         cfg.setFlushCommitLogThoroughInterval(Integer.MAX_VALUE / 2);
         cfg.setFlushConsumeQueueThoroughInterval(Integer.MAX_VALUE / 2);
         Thread.sleep(1500);
-        for (int i = b; i < MESSAGES; i++) {
+        for (int i = b; i < total; i++) {
             w.emit(i);
         }
         waitDispatched(store);
         log("wrote " + w.records + " records, CommitLog max offset " + store.getMaxPhyOffset());
-        if (mode.equals("crash")) {
+        if (mode.equals("crash") || stale) {
             // What a kill -9 leaves: page cache intact, abort file present, checkpoint as last flushed.
             log("halting without shutdown");
             Runtime.getRuntime().halt(0);
@@ -743,8 +782,22 @@ public final class Generator {
         log("recovered: loaded=" + loaded + " max=" + out.get("commitlog_max_offset") + " deleted=" + out.get("files_deleted"));
     }
 
-    /** store.load() (recovery), its outcome in out: loaded, and load_error when it threw. */
+    /**
+     * store.load() (recovery), its outcome in out: loaded, load_error when it threw, and
+     * dispatched_during_load: the records recovery itself handed to the dispatchers (a probe first in
+     * RocketMQ's own dispatcher list). Abnormal recovery dispatches every record from the segment it starts
+     * at, so the first of them is that segment's first record: RocketMQ's choice of start file.
+     */
     static boolean load(DefaultMessageStore store, Map<String, Object> out) {
+        long[] seen = {Long.MAX_VALUE, -1, 0};   // first offset, end offset, records
+        CommitLogDispatcher probe = req -> {
+            if (req.getMsgSize() > 0) {
+                seen[0] = Math.min(seen[0], req.getCommitLogOffset());
+                seen[1] = Math.max(seen[1], req.getCommitLogOffset() + req.getMsgSize());
+                seen[2]++;
+            }
+        };
+        store.getDispatcherList().addFirst(probe);
         boolean loaded;
         try {
             loaded = store.load();
@@ -752,7 +805,13 @@ public final class Generator {
             loaded = false;
             out.put("load_error", e.toString());
         }
+        store.getDispatcherList().remove(probe);
         out.put("loaded", loaded);
+        Map<String, Object> dispatched = new LinkedHashMap<>();
+        dispatched.put("records", seen[2]);
+        dispatched.put("first_physical_offset", seen[2] > 0 ? seen[0] : null);
+        dispatched.put("end_physical_offset", seen[2] > 0 ? seen[1] : null);
+        out.put("dispatched_during_load", dispatched);
         return loaded;
     }
 
