@@ -56,7 +56,9 @@ def render_recovery(doc: dict) -> str:
         out.append(render_table(["topic", "queue", "messages", "queue offsets"],
                                 [(q["topic"], q["queue_id"], q["messages"], queue_offsets_lost(q))
                                  for q in lost["queues"][:MAX_QUEUES]], numeric={"queue", "messages"}))
-        out.append("  export them before restarting the broker (jobs/recovery_report.py --lost-output DIR)")
+        out.append("  before restarting the broker, export them and repair without losing more: "
+                   "rocketstore recover plan STORE --output DIR, then rocketstore recover apply DIR --output NEW "
+                   "(or --in-place)")
     else:
         out.append("Nothing valid would be lost.")
     past = doc["consumer_offsets_past_end"]
