@@ -151,8 +151,9 @@ def check_answers(g: Golden, qs: list[dict], answers: dict, label: str) -> None:
 
 
 def comparable(answers: dict) -> dict:
-    """Everything RocketMQ answered and did, except the bookkeeping files it rewrites on every start."""
-    return {**{k: v for k, v in answers.items() if not k.startswith("files_")},
+    """Everything RocketMQ answered and did, except the bookkeeping files it rewrites on every start and how
+    long it took."""
+    return {**{k: v for k, v in answers.items() if not k.startswith("files_") and not k.endswith("_seconds")},
             "data_files_touched": data_files_touched(answers)}
 
 
@@ -228,13 +229,15 @@ def test_with_other_settings_our_rebuild_is_rocketmqs_rebuild(g, tmp_path):
     rebuilt = our_rebuild(g, NON_DEFAULT, tmp_path / "ours")
     ours_index = sorted((rebuilt / "index").iterdir())
     # IndexFile names are RocketMQ's wall clock in ms: with 40-entry files two can fall into one millisecond,
-    # and RocketMQ then reopens the same file; only that (fewer files than ours) is retried
+    # and RocketMQ then reopens the same file (fewer files than ours, or one whose header and entries mix two
+    # files' worth); only a run whose IndexFiles differ from ours is retried, at most twice
     for attempt in range(3):
         theirs_dir = tmp_path / f"rocketmq-{attempt}"
         report = serve_check.rocketmq_rebuild(g.version, g.store, theirs_dir, NON_DEFAULT)
         assert report["loaded"]
         theirs_index = sorted((theirs_dir / "index").iterdir())
-        if len(theirs_index) >= len(ours_index):
+        if len(theirs_index) == len(ours_index) and \
+                first_index_difference(ours_index, theirs_index, NON_DEFAULT["maxHashSlotNum"]) is None:
             break
     ours_cq, theirs_cq = tree(rebuilt / "consumequeue"), tree(theirs_dir / "consumequeue")
     assert first_cq_difference(ours_cq, theirs_cq) is None
