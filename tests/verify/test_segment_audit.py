@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from rocketstore_spark.codec import audit
 from rocketstore_spark.codec.audit import AuditDecoder
 from rocketstore_spark.codec.commitlog import POS_PHYSICAL_OFFSET
@@ -16,9 +18,10 @@ from tests.builders import write_segments
 N = 6000                       # more than audit.OUT_ROWS failures in one window
 
 
-def segment(tmp_path, n=N, size=1 << 20, **message):
+def segment(tmp_path, n=N, size=1 << 20, pad=0, **message):
     w = SegmentWriter(size)
-    placed = [w.append(Message("T", body=f"body-{i:06d}".encode(), store_timestamp=1_795_000_000_000 + i, **message))
+    placed = [w.append(Message("T", body=f"body-{i:06d}".encode() + b"x" * pad, store_timestamp=1_795_000_000_000 + i,
+                               **message))
               for i in range(n)]
     path = write_segments(w, tmp_path / "commitlog")[0]
     assert all(offset + length <= size for offset, length in placed), "the test wants one segment"
@@ -65,19 +68,21 @@ def test_every_failing_body_is_found_at_its_position_across_windows_and_full_out
     assert [f.file_position for f in res.findings if f.check == "commitlog.body_crc"] == everything
 
 
-def test_misplaced_runs_are_left_out_and_reported_as_the_column_decoder_does(tmp_path):
-    path, starts = segment(tmp_path)
+@pytest.mark.parametrize("check_crc", [True, False], ids=["crc", "lanes"])
+def test_misplaced_runs_are_left_out_and_reported_as_the_column_decoder_does(tmp_path, check_crc):
+    path, starts = segment(tmp_path, size=16 << 20, pad=1500)    # 9 MiB: lanes without BODYCRC
     runs = [starts[3:6], starts[9:10], starts[4999:5100], starts[-2:]]
     misplace(path, [p for run in runs for p in run])
     corrupt_bodies(path, [starts[7], starts[4999]])      # the second one is misplaced: not checked
     for window in (64 << 10, 64 << 20):
-        ours = read(path, AuditDecoder(), window)
-        theirs = read(path, RecordDecoder((), check_crc=True), window)
-        assert ours.records == theirs.records == N - sum(map(len, runs))
+        ours = read(path, AuditDecoder(check_crc=check_crc, check_times=True), window)
+        theirs = read(path, RecordDecoder((), check_crc=check_crc), window)
+        assert ours.records == theirs.records == len(starts) - sum(map(len, runs))
         assert ours.findings == theirs.findings
         mis = [f for f in ours.findings if f.check == "commitlog.misplaced_records"]
         assert [(f.file_position, f.evidence["count"]) for f in mis] == [(r[0], len(r)) for r in runs]
-        assert [f.file_position for f in ours.findings if f.check == "commitlog.body_crc"] == [starts[7]]
+        crc = [f.file_position for f in ours.findings if f.check == "commitlog.body_crc"]
+        assert crc == ([starts[7]] if check_crc else [])
 
 
 def test_properties_crc_failures_are_counted_all_and_listed_first(tmp_path):
