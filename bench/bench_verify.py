@@ -14,16 +14,18 @@ bench/out/verify/; every record's BODYCRC is valid), warms the page cache, then 
    (``checkMessageAndReturnSize``: body copied out, ``java.util.zip.CRC32``, lengths checked), timed inside
    the JVM;
 3. page cache: ``cat segments > /dev/null``;
-4. where the time goes, in this process on one core, first segment: ``verify.segments.scan_segment`` with all
-   checks, with checkCrc only and without CRC (the walk and header decode), against a pure CRC loop
-   (``codec.crc32.crc_ok``: libdeflate over every body, spans decoded beforehand, segment in memory).
+4. where the time goes, in this process on one core, first segment: ``verify.segments.scan_segment`` (the
+   fused pass of ``codec.audit``, the segment mapped afresh in 64 MiB windows) with all checks, with checkCrc
+   only and without CRC (the walk alone), against a pure CRC loop (``codec.crc32.crc_ok``: libdeflate over every
+   body, spans decoded beforehand, segment in memory and already touched).
 
 Warm-up first: each of ours runs once in full before it is timed, and each JVM runs the audit twice and times
 the second run (the first is the JIT's warm-up). ``--repeat`` rounds run 1-3 one after the other (this host's
 speed drifts within a minute: interleaving keeps the ratios fair); the best run of each counts. Record counts
 of 1 and 2 must agree, and a clean store has no CRC failures. Targets: ours >= 1.5x the JVM reference and
->= 0.6x the page-cache rate (GB/s, decimal, over the segment bytes). Figures, with every individual run, go to
-stdout and bench/out/verify-results.json.
+>= 0.6x the page-cache rate (GB/s, decimal, over the segment bytes), best against best; the same ratios round
+by round show the spread. Figures, with every individual run and the load average at the end, go to stdout and
+bench/out/verify-results.json.
 """
 from __future__ import annotations
 
@@ -126,6 +128,10 @@ def main(argv=None):
     rate = results["ours_all_checks_GBps"]
     results["ours_vs_jvm"] = rate / results["jvm_reference_GBps"]
     results["ours_vs_page_cache"] = rate / results["page_cache_GBps"]
+    # the same ratios round by round (each round's four runs lie within seconds of each other): the spread
+    results["round_ours_vs_jvm"] = [round(j / o, 3) for o, j in zip(runs["ours_all_checks"], runs["jvm_reference"])]
+    results["round_ours_vs_page_cache"] = [round(c / o, 3) for o, c in zip(runs["ours_all_checks"], runs["cat"])]
+    results["load_average"] = os.getloadavg()
     results["records_agree"] = (results["ours_all_checks_records"] == results["ours_crc_only_records"]
                                 == results["jvm_records"])
     results["run_seconds"] = runs

@@ -98,7 +98,7 @@ STOP_DAMAGE = 10
 STOP_BAD_MAGIC = 10
 STOP_BAD_LENGTH = 11
 STOP_LENGTH_MISMATCH = 12
-_NO_STOP = -1                  # _record: a valid record
+NO_STOP = -1                   # check_record: a valid record
 
 
 class Stop(IntEnum):
@@ -201,27 +201,36 @@ def layout(buf, p, total, magic):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _record(buf, buf_file_pos, buf_end, file_end, pos):
-    """Check the record at file position ``pos`` the way RocketMQ does structurally: (stop, total) with
-    stop = _NO_STOP for a valid record lying wholly in the buffer, else the Stop code."""
+def check_record(buf, buf_file_pos, buf_end, file_end, pos):
+    """Check the record at file position ``pos`` the way RocketMQ does structurally: (stop, total, body_pos,
+    body_len, props_len) with stop = NO_STOP for a valid record lying wholly in the buffer (spans relative to
+    its start, as ``layout``), else the Stop code and zeros."""
     if pos + 8 > file_end:
-        return STOP_END_OF_FILE, 0
+        return STOP_END_OF_FILE, 0, 0, 0, 0
     if pos + 8 > buf_end:
-        return STOP_NEED_MORE, 0
+        return STOP_NEED_MORE, 0, 0, 0, 0
     p = pos - buf_file_pos
     total = be32(buf, p)
     magic = be32(buf, p + POS_MAGIC)
     if magic == BLANK_MAGIC:
-        return STOP_BLANK, 0
+        return STOP_BLANK, 0, 0, 0, 0
     if magic != MAGIC_V1 and magic != MAGIC_V2:
-        return (STOP_ZERO if total == 0 and magic == 0 else STOP_BAD_MAGIC), 0
+        return (STOP_ZERO if total == 0 and magic == 0 else STOP_BAD_MAGIC), 0, 0, 0, 0
     if total < MIN_RECORD_SIZE or pos + total > file_end:
-        return STOP_BAD_LENGTH, 0
+        return STOP_BAD_LENGTH, 0, 0, 0, 0
     if pos + total > buf_end:
-        return STOP_NEED_MORE, 0
-    if layout(buf, p, total, magic)[1] < 0:
-        return STOP_LENGTH_MISMATCH, 0
-    return _NO_STOP, total
+        return STOP_NEED_MORE, 0, 0, 0, 0
+    body_pos, body_len, _, _, _, props_len = layout(buf, p, total, magic)
+    if body_len < 0:
+        return STOP_LENGTH_MISMATCH, 0, 0, 0, 0
+    return NO_STOP, total, body_pos, body_len, props_len
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _record(buf, buf_file_pos, buf_end, file_end, pos):
+    """``check_record`` without the spans: (stop, total)."""
+    stop, total, _, _, _ = check_record(buf, buf_file_pos, buf_end, file_end, pos)
+    return stop, total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -240,7 +249,7 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
         if pos >= limit or count >= max_records or (count > 0 and used >= max_bytes):
             return count, pos, STOP_LIMIT
         stop, total = _record(buf, buf_file_pos, buf_end, file_end, pos)
-        if stop != _NO_STOP:
+        if stop != NO_STOP:
             return count, pos, stop
         out_pos[count] = pos
         count += 1
@@ -296,7 +305,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
             if lane_counts[k] >= lane_rows:
                 return -1, start, STOP_LIMIT
             stop, total = _record(buf, buf_file_pos, buf_end, file_end, q)
-            if stop != _NO_STOP:
+            if stop != NO_STOP:
                 if last and stop < STOP_DAMAGE:      # NEED_MORE, BLANK, zero fill, end of file
                     last_stop = stop
                     done[k] = True

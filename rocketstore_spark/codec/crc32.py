@@ -75,13 +75,19 @@ def rmq_crc32(data: bytes) -> int:
 
 # ------------------------------------------------------------------------------------------- verdicts
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def body_crc_matches(buf, body_pos, body_len, body_crc):
+    """Does the masked CRC-32 of the body at buffer span [body_pos, body_pos + body_len) equal the stored
+    BODYCRC? RocketMQ checks the CRC only of a non-empty body (checkMessageAndReturnSize): an empty one passes."""
+    return body_len <= 0 or rmq_crc32_span(buf, body_pos, body_len) == body_crc
+
+
 @numba.njit(cache=True, nogil=True)
 def crc_ok(buf, body_pos, body_len, body_crc, n):
     """Per record: does the masked CRC-32 of its body (buffer span) equal its stored BODYCRC?"""
     out = np.empty(n, dtype=np.bool_)
     for r in range(n):
-        # RocketMQ checks the CRC only of a non-empty body (checkMessageAndReturnSize): an empty one passes
-        out[r] = body_len[r] <= 0 or rmq_crc32_span(buf, body_pos[r], body_len[r]) == body_crc[r]
+        out[r] = body_crc_matches(buf, body_pos[r], body_len[r], body_crc[r])
     return out
 
 
@@ -89,27 +95,31 @@ _CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()
 CRC32_PROPERTY_LEN = 20          # "__CRC32#" 0x01, ten digits, 0x02
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def prop_crc_verdict(buf, record_pos, total_size, props_len):
+    """The 5.x ``__CRC32#`` property of the record at buffer index ``record_pos`` (docs/format/commitlog.md):
+    always the record's last 20 bytes, ``__CRC32#`` 0x01, ten digits least-significant first, 0x02; covers the
+    record minus those 20 bytes. Returns (ok, present)."""
+    if props_len < CRC32_PROPERTY_LEN:
+        return False, False
+    start = record_pos + total_size - CRC32_PROPERTY_LEN
+    if not span_equals(buf, start, 9, _CRC32_PROPERTY) or buf[start + CRC32_PROPERTY_LEN - 1] != 0x02:
+        return False, False
+    value = 0
+    for i in range(9, -1, -1):
+        c = buf[start + 9 + i]
+        if c < 48 or c > 57:
+            return False, True
+        value = value * 10 + (c - 48)
+    return value == rmq_crc32_span(buf, record_pos, total_size - CRC32_PROPERTY_LEN), True
+
+
 @numba.njit(cache=True, nogil=True)
 def prop_crc_ok(buf, record_pos, total_size, props_len, n):
-    """5.x ``__CRC32#`` property (docs/format/commitlog.md): always the record's last 20 bytes, ``__CRC32#`` 0x01, ten digits
-    least-significant first, 0x02; covers the record minus those 20 bytes. ``record_pos``: buffer index of
-    each record's first byte. Returns (ok, present)."""
+    """``prop_crc_verdict`` of n records; ``record_pos``: buffer index of each record's first byte. Returns
+    (ok, present)."""
     ok = np.zeros(n, dtype=np.bool_)
     present = np.zeros(n, dtype=np.bool_)
     for r in range(n):
-        if props_len[r] < CRC32_PROPERTY_LEN:
-            continue
-        start = record_pos[r] + total_size[r] - CRC32_PROPERTY_LEN
-        if not span_equals(buf, start, 9, _CRC32_PROPERTY) or buf[start + CRC32_PROPERTY_LEN - 1] != 0x02:
-            continue
-        value = 0
-        digits = True
-        for i in range(9, -1, -1):
-            c = buf[start + 9 + i]
-            if c < 48 or c > 57:
-                digits = False
-                break
-            value = value * 10 + (c - 48)
-        present[r] = True
-        ok[r] = digits and value == rmq_crc32_span(buf, record_pos[r], total_size[r] - CRC32_PROPERTY_LEN)
+        ok[r], present[r] = prop_crc_verdict(buf, record_pos[r], total_size[r], props_len[r])
     return ok, present

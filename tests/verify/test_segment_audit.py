@@ -1,0 +1,99 @@
+"""The fused audit pass (codec.audit.AuditDecoder) behind scan_segment: planted faults at known positions,
+across many reader windows and past the per-call output capacity, and the same findings as the column
+decoder (codec.decoder.RecordDecoder with its CRC verdicts) driven by the same reader."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from rocketstore_spark.codec import audit
+from rocketstore_spark.codec.audit import AuditDecoder
+from rocketstore_spark.codec.commitlog import POS_PHYSICAL_OFFSET
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.encode import Message, SegmentWriter
+from rocketstore_spark.store.segment_reader import SegmentReader
+from tests.builders import write_segments
+
+N = 6000                       # more than audit.OUT_ROWS failures in one window
+
+
+def segment(tmp_path, n=N, size=1 << 20, pad=0, **message):
+    w = SegmentWriter(size)
+    placed = [w.append(Message("T", body=f"body-{i:06d}".encode() + b"x" * pad, store_timestamp=1_795_000_000_000 + i,
+                               **message))
+              for i in range(n)]
+    path = write_segments(w, tmp_path / "commitlog")[0]
+    assert all(offset + length <= size for offset, length in placed), "the test wants one segment"
+    return path, [offset for offset, _ in placed]
+
+
+def corrupt_bodies(path, positions):
+    data = bytearray(path.read_bytes())
+    for p in positions:
+        data[data.index(b"body-", p) + 5] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def misplace(path, positions):
+    data = bytearray(path.read_bytes())
+    for p in positions:
+        data[p + POS_PHYSICAL_OFFSET:p + POS_PHYSICAL_OFFSET + 8] = struct.pack(">q", p + 12345)
+    path.write_bytes(bytes(data))
+
+
+def read(path, decoder, window):
+    reader = SegmentReader(str(path), 0, decoder, window=window, followed=False)
+    for _ in reader:
+        pass
+    return reader.result
+
+
+def test_every_failing_body_is_found_at_its_position_across_windows_and_full_outputs(tmp_path):
+    path, starts = segment(tmp_path)
+    bad = starts[::2] + [starts[-1]]                     # 3001 failures, every other record and the last
+    corrupt_bodies(path, bad)
+    decoder = AuditDecoder()
+    res = read(path, decoder, window=64 << 10)           # ~4 records per KiB: dozens of windows
+    crc = [f.file_position for f in res.findings if f.check == "commitlog.body_crc"]
+    assert crc == bad
+    assert res.records == N and decoder.state[audit.S_RECORDS] == N
+    assert decoder.state[audit.S_CRC_FAILURES] == len(bad) and decoder.state[audit.S_FIRST_CRC_POS] == bad[0]
+    assert decoder.state[audit.S_FIRST_TS] == 1_795_000_000_000
+    assert decoder.state[audit.S_LAST_TS] == 1_795_000_000_000 + N - 1
+
+    everything = starts                                  # > OUT_ROWS failures in one window
+    corrupt_bodies(path, [p for p in everything if p not in set(bad)])
+    res = read(path, AuditDecoder(), window=64 << 20)
+    assert [f.file_position for f in res.findings if f.check == "commitlog.body_crc"] == everything
+
+
+@pytest.mark.parametrize("check_crc", [True, False], ids=["crc", "lanes"])
+def test_misplaced_runs_are_left_out_and_reported_as_the_column_decoder_does(tmp_path, check_crc):
+    path, starts = segment(tmp_path, size=16 << 20, pad=1500)    # 9 MiB: lanes without BODYCRC
+    runs = [starts[3:6], starts[9:10], starts[4999:5100], starts[-2:]]
+    misplace(path, [p for run in runs for p in run])
+    corrupt_bodies(path, [starts[7], starts[4999]])      # the second one is misplaced: not checked
+    for window in (64 << 10, 64 << 20):
+        ours = read(path, AuditDecoder(check_crc=check_crc, check_times=True), window)
+        theirs = read(path, RecordDecoder((), check_crc=check_crc), window)
+        assert ours.records == theirs.records == len(starts) - sum(map(len, runs))
+        assert ours.findings == theirs.findings
+        mis = [f for f in ours.findings if f.check == "commitlog.misplaced_records"]
+        assert [(f.file_position, f.evidence["count"]) for f in mis] == [(r[0], len(r)) for r in runs]
+        crc = [f.file_position for f in ours.findings if f.check == "commitlog.body_crc"]
+        assert crc == ([starts[7]] if check_crc else [])
+
+
+def test_properties_crc_failures_are_counted_all_and_listed_first(tmp_path):
+    path, starts = segment(tmp_path, n=300, properties={"KEYS": "k"}, crc32_property=True)
+    corrupt = starts[10:250]
+    data = bytearray(path.read_bytes())
+    for p in corrupt:
+        data[data.index(b"KEYS\x01k", p) + 5] ^= 0x01        # a property byte: BODYCRC still matches
+    path.write_bytes(bytes(data))
+    decoder = AuditDecoder(check_properties_crc=True, prop_failure_limit=20)
+    res = read(path, decoder, window=16 << 10)
+    assert decoder.state[audit.S_PROP_FAILURES] == len(corrupt)
+    assert decoder.prop_failures.tolist() == corrupt[:20]
+    assert not res.findings                               # BODYCRC passes everywhere
