@@ -47,6 +47,7 @@ from rocketstore_spark.verify.store import split_queues
 FAMILIES = ("4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x")
 RECOVER_MAX_SEGMENTS = 10          # 5.5.x commitLogRecoverMaxNum: the default, and what a value <= 0 means
 SCAN_THREADS = 2                   # segments scanned at once (CRC and walk release the GIL)
+CHUNK_ROWS = 1 << 20               # records dispatched at once (their dispatch columns: ~50 MB)
 
 
 def family(release: dispatch.Release) -> str:
@@ -377,26 +378,34 @@ class Simulation:
 
     def _records(self, columns: tuple[str, ...], lo: int, hi: int | None):
         """The records whose physical offset lies in [lo, hi) (hi None: to the end), as tables of ``columns``;
-        the next segment is decoded in a background thread while the caller works on this one's."""
+        the next segments are decoded in background threads (SCAN_THREADS at once) while the caller works on
+        this one's: at most SCAN_THREADS + 1 segments' dispatch columns are held."""
         ks = [k for k, seg in enumerate(self.layout.segments)
               if seg.base_offset + seg.size > lo and (hi is None or seg.base_offset < hi)]
 
         def decode(k: int) -> list[pa.Table]:
-            seg, out = self.layout.segments[k], []
+            # batches joined into chunks of up to CHUNK_ROWS: per-queue work is per chunk, not per batch
+            seg, out, pending, rows = self.layout.segments[k], [], [], 0
             decoder = RecordDecoder(columns, batch_rows=1 << 16)
             for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=max(0, lo - seg.base_offset),
                                          followed=self.layout.followed(k)):
                 t = pa.Table.from_batches([decoded.batch])
                 phy = t["physical_offset"].to_numpy()
                 inside = (phy >= lo) & (phy < hi) if hi is not None else phy >= lo
-                out.append(t if inside.all() else t.filter(pa.array(inside)))
+                pending.append(t if inside.all() else t.filter(pa.array(inside)))
+                rows += pending[-1].num_rows
+                if rows >= CHUNK_ROWS:
+                    out.append(pa.concat_tables(pending).combine_chunks())
+                    pending, rows = [], 0
+            if pending:
+                out.append(pa.concat_tables(pending).combine_chunks())
             return out
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recovery-decode") as ahead:
+        with ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="recovery-decode") as ahead:
             queued = deque()
             for k in ks:
                 queued.append(ahead.submit(decode, k))
-                if len(queued) > 1:
+                if len(queued) > SCAN_THREADS:
                     yield from queued.popleft().result()
             while queued:
                 yield from queued.popleft().result()
