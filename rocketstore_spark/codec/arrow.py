@@ -56,9 +56,14 @@ def binary_array(buf, pos, lens, n, valid=None) -> pa.Array:
 
 
 def string_array(buf, pos, lens, n, valid=None) -> pa.Array:
-    """UTF-8 strings from buffer spans. Malformed UTF-8 (damaged or hostile data) is replaced with U+FFFD,
-    as Java's decoder does, instead of failing the batch."""
-    offsets, data = _gather(buf, pos, lens, n)
+    """UTF-8 strings from buffer spans (``utf8_array``)."""
+    return utf8_array(n, *_gather(buf, pos, lens, n), valid)
+
+
+def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """n strings from int32 offsets and the bytes they index (numpy, no copy), null where ``valid`` is False.
+    Malformed UTF-8 (damaged or hostile data) is replaced with U+FFFD, as Java's decoder does, instead of
+    failing the batch."""
     buffers = [None if valid is None else validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
     arr = pa.Array.from_buffers(pa.string(), n, buffers)
     try:

@@ -1,7 +1,7 @@
 """Native operations for compiled (numba) code: big-endian loads, libc ``memcpy`` and ``memchr``, libdeflate's
 ``crc32``.
 
-``load_be16/32/64(buf, i)`` read a big-endian integer at byte index i of a contiguous uint8 array as one
+``byte_at(buf, i)`` reads one byte without numba's negative-index handling; ``load_be16/32/64(buf, i)`` read a big-endian integer at byte index i of a contiguous uint8 array as one
 unaligned load plus a byte swap (three times faster than assembling bytes, which numba does not fuse).
 Like numba's own indexing they do not check bounds: callers check against the buffer length first.
 
@@ -48,6 +48,20 @@ def _load_be(bits: int):
     return load
 
 
+@intrinsic
+def byte_at(typingctx, buf, index):
+    """buf[index] of a contiguous uint8 array without numba's negative-index wraparound, which keeps byte
+    loops from being optimised (a scan of properties runs twice as fast). No bounds check, like load_be*."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and buf.layout == "C"
+            and isinstance(index, types.Integer)):
+        raise TypingError("byte_at(contiguous uint8 array, integer index)")
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.load(builder.gep(array.data, [args[1]]))
+    return types.uint8(buf, index), codegen
+
+
 load_be16 = _load_be(16)
 load_be32 = _load_be(32)
 load_be64 = _load_be(64)
@@ -77,3 +91,4 @@ def _bind_libdeflate() -> bool:
 HAVE_LIBDEFLATE = _bind_libdeflate()
 # uint32_t libdeflate_crc32(uint32_t crc, const void *buffer, size_t len)
 crc32 = types.ExternalFunction(_CRC32, types.uint32(types.uint32, types.intp, types.uintp))
+
