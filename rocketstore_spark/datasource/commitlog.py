@@ -149,9 +149,11 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from rocketstore_spark.codec.decoder import RecordDecoder, is_fixed_width
+    from rocketstore_spark.codec.native import keep_freed_memory
     from rocketstore_spark.datasource.filters import row_mask
     from rocketstore_spark.store.segment_reader import SegmentReader
 
+    keep_freed_memory()
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters)]))
     decoder = RecordDecoder([c for c in wanted if c != "store"], message_delay_level=options.message_delay_level,
