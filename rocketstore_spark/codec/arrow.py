@@ -16,20 +16,30 @@ MIN_TIMESTAMP_MS = -62135596800000
 MAX_TIMESTAMP_MS = 253402300799999
 
 
-@numba.njit(cache=True, nogil=True)
-def _gather(buf, pos, lens, n):
+@numba.njit(cache=True, nogil=True, inline="always")
+def span_offsets(lens, n):
+    """int32 Arrow offsets of n spans of these lengths (a negative length counts as empty)."""
     offsets = np.zeros(n + 1, dtype=np.int32)
     for r in range(n):
         offsets[r + 1] = offsets[r] + max(lens[r], 0)
+    return offsets
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def copy_span(buf, pos, length, data, at):
+    """buf[pos:pos+length] to data[at:] (memcpy)."""
+    # the walk keeps every span inside its record and window; memcpy must never be the one to find out
+    if length and (pos < 0 or pos + length > buf.shape[0]):
+        raise IndexError("span outside the buffer")
+    native.memcpy(data.ctypes.data + at, buf.ctypes.data + pos, length)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather(buf, pos, lens, n):
+    offsets = span_offsets(lens, n)
     data = np.empty(offsets[n], dtype=np.uint8)
-    src = buf.ctypes.data
-    dst = data.ctypes.data
     for r in range(n):
-        length = offsets[r + 1] - offsets[r]
-        # the walk keeps every span inside its record and window; memcpy must never be the one to find out
-        if length and (pos[r] < 0 or pos[r] + length > buf.shape[0]):
-            raise IndexError("span outside the buffer")
-        native.memcpy(dst + offsets[r], src + pos[r], length)
+        copy_span(buf, pos[r], offsets[r + 1] - offsets[r], data, offsets[r])
     return offsets, data
 
 
@@ -60,12 +70,15 @@ def string_array(buf, pos, lens, n, valid=None) -> pa.Array:
     return utf8_array(n, *_gather(buf, pos, lens, n), valid)
 
 
-def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,
+               checked: bool = False) -> pa.Array:
     """n strings from int32 offsets and the bytes they index (numpy, no copy), null where ``valid`` is False.
     Malformed UTF-8 (damaged or hostile data) is replaced with U+FFFD, as Java's decoder does, instead of
-    failing the batch."""
+    failing the batch. ``checked``: the caller knows the bytes are UTF-8 (e.g. all ASCII): not validated."""
     buffers = [None if valid is None else validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
     arr = pa.Array.from_buffers(pa.string(), n, buffers)
+    if checked:
+        return arr
     try:
         arr.validate(full=True)
         return arr

@@ -22,6 +22,7 @@ verified and the failures reported in ``Decoded.crc_failures`` (what verify and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Sequence
 
 import numpy as np
@@ -32,7 +33,7 @@ from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array
                                            timestamp_array, utf8_array)
 from rocketstore_spark.codec.commitlog import (MAGIC_V2, TRANSACTION_MASK,
                                                TRANSACTION_TYPES, HeaderColumns, Stop)
-from rocketstore_spark.codec.crc32 import crc_ok, prop_crc_ok
+from rocketstore_spark.codec.crc32 import crc_ok, gather_checked, prop_crc_ok
 from rocketstore_spark.codec.record_schema import BY_NAME, arrow_schema, header_fields_for
 
 DEFAULT_BATCH_ROWS = 4096
@@ -195,7 +196,10 @@ class RecordDecoder:
                 out[name] = timestamp_array(getattr(h, name))
         if "transaction_type" in wanted:
             out["transaction_type"] = TRANSACTION_NAMES.take(fixed_array((h.sys_flag & TRANSACTION_MASK) >> 2))
-        if "body" in wanted or "body_uncompressed" in wanted:
+        if ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
+            offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
+            out["body"] = offsets_array(pa.binary(), n, offsets, data)
+        elif "body" in wanted or "body_uncompressed" in wanted:
             out["body"] = binary_array(buf, h.body_pos, h.body_len, n)
         if "body_uncompressed" in wanted:
             out["body_uncompressed"] = compression.uncompressed_bodies(out["body"], h.sys_flag)
@@ -229,20 +233,21 @@ class RecordDecoder:
             if want[properties.WANT_TAGS_CODE] or want[properties.WANT_DELIVER_TIME] else (_NONE, _NONE, _NONE)
         (pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets, tags_data, tags_valid,
          uniq_offsets, uniq_data, uniq_valid, keys_list_offsets, keys_offsets, keys_data, tags_code, deliver_time,
-         deliver_valid) = properties.property_columns(buf, h.props_pos, h.props_len, topic_pos, topic_len,
+         deliver_valid, ascii) = properties.property_columns(buf, h.props_pos, h.props_len, topic_pos, topic_len,
                                                       store_timestamp, self.delay_ms, n, want)
+        strings = partial(utf8_array, checked=ascii)
         out = {}
         if "properties" in wanted:
             out["properties"] = pa.MapArray.from_arrays(
-                fixed_array(pair_offsets), utf8_array(len(key_offsets) - 1, key_offsets, key_data),
-                utf8_array(len(value_offsets) - 1, value_offsets, value_data))
+                fixed_array(pair_offsets), strings(len(key_offsets) - 1, key_offsets, key_data),
+                strings(len(value_offsets) - 1, value_offsets, value_data))
         if "tags" in wanted:
-            out["tags"] = utf8_array(n, tags_offsets, tags_data, tags_valid)
+            out["tags"] = strings(n, tags_offsets, tags_data, tags_valid)
         if "uniq_key" in wanted:
-            out["uniq_key"] = utf8_array(n, uniq_offsets, uniq_data, uniq_valid)
+            out["uniq_key"] = strings(n, uniq_offsets, uniq_data, uniq_valid)
         if "keys" in wanted:
             out["keys"] = pa.ListArray.from_arrays(fixed_array(keys_list_offsets),
-                                                   utf8_array(len(keys_offsets) - 1, keys_offsets, keys_data),
+                                                   strings(len(keys_offsets) - 1, keys_offsets, keys_data),
                                                    type=BY_NAME["keys"].arrow_type)
         if "tags_code" in wanted:
             out["tags_code"] = fixed_array(tags_code)

@@ -116,8 +116,8 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     ``(pair_offsets, key_offsets, key_data, value_offsets, value_data,`` — the properties map —
     ``tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid,`` — TAGS and UNIQ_KEY, valid
     where present — ``keys_list_offsets, keys_offsets, keys_data,`` — KEYS split on single spaces, empty pieces
-    dropped (IndexService.buildIndex) — ``tags_code, deliver_time, deliver_valid)``. Callers slice the data
-    buffers to their last offset."""
+    dropped (IndexService.buildIndex) — ``tags_code, deliver_time, deliver_valid, ascii)``; ``ascii``: every
+    properties byte is below 0x80, so every string built is valid UTF-8 (no validation needed)."""
     w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
     w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
     data_cap = 0
@@ -157,6 +157,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     uo = 0
     kdo = 0
     pieces = 0
+    seen = np.uint8(0)     # every properties byte OR-ed: < 0x80 means all ASCII, so every string is UTF-8
     for r in range(n):
         # split on 0x02; a piece of >= 3 bytes whose first 0x01 leaves a non-empty name and value is a pair
         m = 0
@@ -167,6 +168,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             kv = -1
             while end < end_all:
                 c = byte_at(buf, end)
+                seen |= c
                 if c == PROPERTY_SEPARATOR:
                     break
                 if c == NAME_SEPARATOR and kv < 0:
@@ -254,4 +256,5 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                         deliver_time[r], deliver_valid[r] = at, True
     return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
             tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
-            keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid)
+            keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,
+            seen < 0x80)
