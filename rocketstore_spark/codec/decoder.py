@@ -39,6 +39,7 @@ from rocketstore_spark.codec.record_schema import BY_NAME, arrow_schema, header_
 DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
 FIXED_WIDTH_BATCH_ROWS = 65536
+STREAM_AHEAD = 16 << 10
 TRANSACTION_NAMES = pa.array(TRANSACTION_TYPES, pa.string())
 _INT32_COLUMNS = {"total_size": "total_size", "magic_code": "magic_code", "body_crc": "body_crc",
                   "queue_id": "queue_id", "flag": "flag", "sys_flag": "sys_flag",
@@ -116,6 +117,8 @@ class RecordDecoder:
         # interleaved lanes only where a batch may be as large as a window (batch_bytes is not enforced there)
         self.lanes = lanes if lanes is not None else (commitlog.LANES if fixed and batch_bytes is None else 1)
         self._initial_lanes = self.lanes
+        # strings and bodies read every byte of a record: the walk prefetches ahead of itself (commitlog.walk)
+        self.stream = 0 if fixed else STREAM_AHEAD
         self._lane_rows = self.batch_rows // max(self.lanes, 1)
         self._lane_counts = np.zeros(max(self.lanes, 1), dtype=np.int64)
 
@@ -144,7 +147,7 @@ class RecordDecoder:
                                             for k, c in enumerate(self._lane_counts)])
         if count < 0:
             count, next_pos, stop = commitlog.walk(window, window_position, file_size, start, limit,
-                                                   self.batch_rows, self.batch_bytes, positions)
+                                                   self.batch_rows, self.batch_bytes, positions, self.stream)
         positions = positions[:count]
         if not count:
             return Decoded(None, positions, None, int(next_pos), Stop(stop))

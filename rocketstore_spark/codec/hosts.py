@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec.commitlog import FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, be32
-from rocketstore_spark.codec.native import byte_at
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, prefetch
 
 MSG_ID_V4 = 32          # hex digits: 4-byte address, port, offset
 MSG_ID_V6 = 56          # 16-byte address, port, offset
@@ -87,6 +87,8 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
     bo = so = io = np.uint64(0)
     one = np.uint64(1)
     for r in range(n):
+        if r + PREFETCH_AHEAD < n:
+            prefetch(buf, (born_host_pos if w_born else store_host_pos)[r + PREFETCH_AHEAD])
         flags = sys_flag[r]
         if w_born:
             bo = _write_host(born, bo, buf, born_host_pos[r], flags & FLAG_BORNHOST_V6)

@@ -1,7 +1,8 @@
 """Native operations for compiled (numba) code: big-endian loads, libc ``memcpy`` and ``memchr``, libdeflate's
 ``crc32``; and ``keep_freed_memory``, glibc's allocator told to reuse freed batches.
 
-``byte_at(buf, i)`` reads one byte without numba's negative-index handling; ``load_be16/32/64(buf, i)`` read a big-endian integer at byte index i of a contiguous uint8 array as one
+``prefetch(buf, i)`` starts loading a cache line ahead of use. ``byte_at(buf, i)`` reads one byte without numba's negative-index handling, ``load_le64`` eight (for
+searching 8 bytes at a time), ``store_le64`` writes eight; ``load_be16/32/64(buf, i)`` read a big-endian integer at byte index i of a contiguous uint8 array as one
 unaligned load plus a byte swap (three times faster than assembling bytes, which numba does not fuse).
 Like numba's own indexing they do not check bounds: callers check against the buffer length first.
 
@@ -21,6 +22,7 @@ import ctypes
 import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
@@ -60,6 +62,61 @@ def byte_at(typingctx, buf, index):
         array = context.make_array(signature.args[0])(context, builder, args[0])
         return builder.load(builder.gep(array.data, [args[1]]))
     return types.uint8(buf, index), codegen
+
+
+@intrinsic
+def load_le64(typingctx, buf, index):
+    """The 8 bytes at buf[index:] as a little-endian uint64 (one unaligned load; no bounds check)."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and buf.layout == "C"
+            and isinstance(index, types.Integer)):
+        raise TypingError("load_le64(contiguous uint8 array, integer index)")
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        address = builder.bitcast(builder.gep(array.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(address, align=1)
+    return types.uint64(buf, index), codegen
+
+
+@intrinsic
+def store_le64(typingctx, buf, index, value):
+    """buf[index:index+8] = value (uint64, little-endian; one unaligned store; no bounds check)."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and buf.layout == "C"
+            and isinstance(index, types.Integer) and value == types.uint64):
+        raise TypingError("store_le64(contiguous uint8 array, integer index, uint64)")
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        address = builder.bitcast(builder.gep(array.data, [args[1]]), ir.IntType(64).as_pointer())
+        builder.store(args[2], address, align=1)
+        return context.get_dummy_value()
+    return types.none(buf, index, value), codegen
+
+
+PREFETCH_AHEAD = 16        # records: far enough to cover a miss, near enough to stay in cache
+
+
+@intrinsic
+def prefetch(typingctx, buf, index):
+    """Ask the CPU to start loading the cache line of buf[index] (LLVM's prefetch: a hint, never a fault).
+    A pass over records whose per-record work is long waits out one memory miss per record otherwise: the
+    out-of-order window ends before the next record's load issues. Prefetching a record a few ahead
+    overlaps those misses (a third of the time on a property pass)."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and buf.layout == "C"
+            and isinstance(index, types.Integer)):
+        raise TypingError("prefetch(contiguous uint8 array, integer index)")
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                                  "llvm.prefetch.p0")
+        # read, keep in all cache levels, data cache
+        builder.call(function, [builder.bitcast(builder.gep(array.data, [args[1]]), i8p),
+                                ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.none(buf, index), codegen
 
 
 load_be16 = _load_be(16)

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
-from rocketstore_spark.codec.native import byte_at
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, load_le64, prefetch, store_le64
 from rocketstore_spark.codec.commitlog import span_equals
 from rocketstore_spark.codec.javahash import java_hash_span
 
@@ -98,12 +98,54 @@ def _schedule_delivery(buf, delay_pos, delay_len, topic_pos, topic_len, store_ti
     return False, np.int64(0)
 
 
+_ONES = np.uint64(0x0101010101010101)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_BYTE_INDEX = np.uint64(0x0001020304050607)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _separator(buf, i, end, or_name, seen):
+    """(first index in [i, end) holding 0x02 — or 0x01 too with ``or_name`` — else ``end``; ``seen`` OR-ed
+    with the bytes looked at). Eight bytes at a time: a byte equal to c shows as the high bit of
+    (x - ONES) & ~x & HIGH_BITS with x = word ^ (c * ONES); bits can be wrong only above the lowest true one."""
+    while i + 8 <= end:
+        word = load_le64(buf, i)
+        seen |= word
+        x = word ^ (_ONES * np.uint64(PROPERTY_SEPARATOR))
+        hits = (x - _ONES) & ~x & _HIGH_BITS
+        if or_name:
+            y = word ^ _ONES                                # NAME_SEPARATOR = 0x01
+            hits |= (y - _ONES) & ~y & _HIGH_BITS
+        if hits:
+            # the lowest hit is 1 << (8k + 7) for byte k; the multiply puts k in the top byte
+            lowest = hits & (~hits + np.uint64(1))
+            return i + np.int64(((lowest >> np.uint64(7)) * _BYTE_INDEX) >> np.uint64(56)), seen
+        i += 8
+    while i < end:
+        c = byte_at(buf, i)
+        seen |= np.uint64(c)
+        if c == PROPERTY_SEPARATOR or (or_name and c == NAME_SEPARATOR):
+            return i, seen
+        i += 1
+    return end, seen
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _put(dst, o, src, pos, length):
-    """Copy buf[pos:pos+length] to dst[o:] (both contiguous uint8); returns the new end."""
+    """Copy src[pos:pos+length] to dst[o:] (contiguous uint8); returns the new end. Short strings go 8 bytes
+    at a time (a memcpy call per property costs more than the copy): up to 7 bytes past the end may be
+    written (``dst`` has COPY_SLACK spare bytes; later strings overwrite them), and read where ``src`` has
+    them."""
     if length > 0:
-        native.memcpy(dst.ctypes.data + o, src.ctypes.data + pos, length)
+        if length <= 32 and pos + 32 <= src.shape[0]:
+            for k in range(0, length, 8):
+                store_le64(dst, o + k, load_le64(src, pos + k))
+        else:
+            native.memcpy(dst.ctypes.data + o, src.ctypes.data + pos, length)
     return o + length
+
+
+COPY_SLACK = 32
 
 
 @numba.njit(cache=True, nogil=True)
@@ -136,17 +178,17 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     pair_offsets = np.zeros(n + 1 if w_map else 1, dtype=np.int32)
     key_offsets = np.zeros(pairs_cap + 1 if w_map else 1, dtype=np.int32)
     value_offsets = np.zeros(pairs_cap + 1 if w_map else 1, dtype=np.int32)
-    key_data = np.empty(data_cap if w_map else 0, dtype=np.uint8)
-    value_data = np.empty(data_cap if w_map else 0, dtype=np.uint8)
+    key_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
+    value_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
     tags_offsets = np.zeros(n + 1 if w_tags else 1, dtype=np.int32)
-    tags_data = np.empty(data_cap if w_tags else 0, dtype=np.uint8)
+    tags_data = np.empty(data_cap + COPY_SLACK if w_tags else 0, dtype=np.uint8)
     tags_valid = np.zeros(n if w_tags else 0, dtype=np.bool_)
     uniq_offsets = np.zeros(n + 1 if w_uniq else 1, dtype=np.int32)
-    uniq_data = np.empty(data_cap if w_uniq else 0, dtype=np.uint8)
+    uniq_data = np.empty(data_cap + COPY_SLACK if w_uniq else 0, dtype=np.uint8)
     uniq_valid = np.zeros(n if w_uniq else 0, dtype=np.bool_)
     keys_list_offsets = np.zeros(n + 1 if w_keys else 1, dtype=np.int32)
     keys_offsets = np.zeros(data_cap // 2 + n + 1 if w_keys else 1, dtype=np.int32)
-    keys_data = np.empty(data_cap if w_keys else 0, dtype=np.uint8)
+    keys_data = np.empty(data_cap + COPY_SLACK if w_keys else 0, dtype=np.uint8)
     tags_code = np.zeros(n if w_code else 0, dtype=np.int64)
     deliver_time = np.zeros(n if w_deliver else 0, dtype=np.int64)
     deliver_valid = np.zeros(n if w_deliver else 0, dtype=np.bool_)
@@ -157,23 +199,22 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     uo = 0
     kdo = 0
     pieces = 0
-    seen = np.uint8(0)     # every properties byte OR-ed: < 0x80 means all ASCII, so every string is UTF-8
+    seen = np.uint64(0)    # every properties byte OR-ed: no 0x80 bit means all ASCII, so every string is UTF-8
     for r in range(n):
+        if r + PREFETCH_AHEAD < n:
+            ahead = props_pos[r + PREFETCH_AHEAD]
+            prefetch(buf, ahead)
+            prefetch(buf, ahead + 64)
         # split on 0x02; a piece of >= 3 bytes whose first 0x01 leaves a non-empty name and value is a pair
         m = 0
         end_all = props_pos[r] + props_len[r]
         index = props_pos[r]
         while index < end_all:
-            end = index
+            end, seen = _separator(buf, index, end_all, True, seen)
             kv = -1
-            while end < end_all:
-                c = byte_at(buf, end)
-                seen |= c
-                if c == PROPERTY_SEPARATOR:
-                    break
-                if c == NAME_SEPARATOR and kv < 0:
-                    kv = end
-                end += 1
+            if end < end_all and byte_at(buf, end) == NAME_SEPARATOR:
+                kv = end
+                end, seen = _separator(buf, kv + 1, end_all, False, seen)
             if end - index >= 3 and index < kv and kv < end - 1:
                 slot = m                       # a later duplicate name overwrites the earlier value
                 for j in range(m):
@@ -257,4 +298,4 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
             tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
             keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,
-            seen < 0x80)
+            (seen & _HIGH_BITS) == 0)
