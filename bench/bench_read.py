@@ -18,8 +18,9 @@ is valid), warms the page cache, then measures on local[2]:
 Spark readers run to completion into the ``noop`` sink (every row materialised and shipped to the JVM).
 Each Spark reader is timed as a whole query (planning, job start and all), like a user's query. Warm-up
 first, as for any JVM benchmark: each of our readers runs once in full before it is timed (JIT, Python
-workers, numba caches) and the best of ``--repeat`` runs counts; the binaryFile way warms up on one file
-and is timed once (it takes minutes); ``cat`` also takes the best of ``--repeat``.
+workers, numba caches); then ``--repeat`` rounds run every reader (and ``cat``) once each, in turn, and the
+best run of each counts; ``full_vs_ceiling_per_round`` gives the ratio within each round (its spread is the
+host's noise). The binaryFile way warms up on one file and is timed once (it takes minutes).
 Targets (from the issue): full schema >= 8x binaryFile; header-only >= 0.5x the page-cache rate. The
 figures, with every individual run, go to stdout and bench/out/results.json.
 """
@@ -226,7 +227,6 @@ def main(argv=None):
     results = {"store_bytes": total, "segments": len(files), "segment_mib": args.segment_mib, "cores": os.cpu_count()}
     runs = {}
     cat_seconds(files)                                                # warm the page cache
-    results["page_cache_GBps"] = best_rate(gb, lambda: cat_seconds(files), args.repeat, runs.setdefault("cat", []))
 
     n, secs = naive_parse(files[0])
     results["naive_struct_GBps"] = files[0].stat().st_size / secs / 1e9
@@ -249,13 +249,24 @@ def main(argv=None):
     def replay():
         return spark.read.format("rocketmq_replay").option("replayDir", str(replay_dir))
 
-    for name, reader in (("ours_full", spark.read.format("rocketmq")),
-                         ("ours_header_only", spark.read.format("rocketmq").schema(HEADER_ONLY)),
-                         ("python_source_ceiling_full", replay()),
-                         ("python_source_ceiling_header_only", replay().schema(HEADER_ONLY))):
-        df = reader.load(store)
+    readers = {"ours_full": spark.read.format("rocketmq"),
+               "ours_header_only": spark.read.format("rocketmq").schema(HEADER_ONLY),
+               "python_source_ceiling_full": replay(),
+               "python_source_ceiling_header_only": replay().schema(HEADER_ONLY)}
+    frames = {name: reader.load(store) for name, reader in readers.items()}
+    for df in frames.values():
         run(df)                                                       # warm-up
-        results[f"{name}_GBps"] = best_rate(gb, lambda: run(df), args.repeat, runs.setdefault(name, []))
+    # rounds: each reader once per round, so a ratio compares runs minutes apart at most (this host's speed
+    # drifts more than that between blocks of runs)
+    for _ in range(args.repeat):
+        for name, df in frames.items():
+            runs.setdefault(name, []).append(round(timed(lambda: run(df)), 3))
+        runs.setdefault("cat", []).append(round(cat_seconds(files), 3))
+    for name in frames:
+        results[f"{name}_GBps"] = gb / min(runs[name])
+    results["page_cache_GBps"] = gb / min(runs["cat"])
+    per_round = [c / o for o, c in zip(runs["ours_full"], runs["python_source_ceiling_full"])]
+    results["full_vs_ceiling_per_round"] = [round(r, 3) for r in per_round]
     if not args.skip_binaryfile:
         schema = "topic STRING, queue_id INT, queue_offset BIGINT, store_timestamp BIGINT, body BINARY, " \
                  "properties MAP<STRING, STRING>"
