@@ -20,7 +20,8 @@ Each Spark reader is timed as a whole query (planning, job start and all), like 
 first, as for any JVM benchmark: each of our readers runs once in full before it is timed (JIT, Python
 workers, numba caches); then ``--repeat`` rounds run every reader (and ``cat``) once each, in turn, and the
 best run of each counts; ``full_vs_ceiling_per_round`` gives the ratio within each round (its spread is the
-host's noise). The binaryFile way warms up on one file and is timed once (it takes minutes).
+host's noise). Each Spark run's CPU seconds (the bench, its JVM and Python workers: ``cpu_seconds``) give
+``full_vs_ceiling_cpu``, the ratio other users of a shared host barely move. The binaryFile way warms up on one file and is timed once (it takes minutes).
 Targets (from the issue): full schema >= 8x binaryFile; header-only >= 0.5x the page-cache rate. The
 figures, with every individual run, go to stdout and bench/out/results.json.
 """
@@ -200,6 +201,28 @@ def _replay_batches(replay_dir: str, segment_range, schema, options):
     return [file.get_batch(i) for i in range(file.num_record_batches)]
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system, reaped children included) of process ``root`` and all its descendants:
+    here the bench, its Spark JVM and the JVM's Python workers. Unlike wall time, other users of the host
+    barely move it."""
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15])        # utime stime cutime cstime
+    tree, grew = {root}, True
+    while grew:
+        grown = {pid for pid, parent in parents.items() if parent in tree} | tree
+        grew, tree = len(grown) > len(tree), grown
+    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(action) -> float:
     t = time.perf_counter()
     action()
@@ -258,15 +281,23 @@ def main(argv=None):
         run(df)                                                       # warm-up
     # rounds: each reader once per round, so a ratio compares runs minutes apart at most (this host's speed
     # drifts more than that between blocks of runs)
+    cpu = {}
     for _ in range(args.repeat):
         for name, df in frames.items():
+            before = tree_cpu_seconds(os.getpid())
             runs.setdefault(name, []).append(round(timed(lambda: run(df)), 3))
+            cpu.setdefault(name, []).append(round(tree_cpu_seconds(os.getpid()) - before, 2))
         runs.setdefault("cat", []).append(round(cat_seconds(files), 3))
     for name in frames:
         results[f"{name}_GBps"] = gb / min(runs[name])
     results["page_cache_GBps"] = gb / min(runs["cat"])
     per_round = [c / o for o, c in zip(runs["ours_full"], runs["python_source_ceiling_full"])]
     results["full_vs_ceiling_per_round"] = [round(r, 3) for r in per_round]
+    # the same ratio in CPU seconds of Spark and its workers: what the query costs, whatever else runs
+    results["cpu_seconds"] = cpu
+    results["full_vs_ceiling_cpu"] = min(cpu["python_source_ceiling_full"]) / min(cpu["ours_full"])
+    results["full_vs_ceiling_cpu_per_round"] = [
+        round(c / o, 3) for o, c in zip(cpu["ours_full"], cpu["python_source_ceiling_full"])]
     if not args.skip_binaryfile:
         schema = "topic STRING, queue_id INT, queue_offset BIGINT, store_timestamp BIGINT, body BINARY, " \
                  "properties MAP<STRING, STRING>"
