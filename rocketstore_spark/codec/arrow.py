@@ -35,7 +35,8 @@ def copy_span(buf, pos, length, data, at):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather(buf, pos, lens, n):
+def gather(buf, pos, lens, n):
+    """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back."""
     offsets = span_offsets(lens, n)
     data = np.empty(offsets[n], dtype=np.uint8)
     for r in range(n):
@@ -60,14 +61,14 @@ def validity(valid: np.ndarray):
 
 
 def binary_array(buf, pos, lens, n, valid=None) -> pa.Array:
-    offsets, data = _gather(buf, pos, lens, n)
+    offsets, data = gather(buf, pos, lens, n)
     return pa.Array.from_buffers(pa.binary(), n, [None if valid is None else validity(valid),
                                                   pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def string_array(buf, pos, lens, n, valid=None) -> pa.Array:
     """UTF-8 strings from buffer spans (``utf8_array``)."""
-    return utf8_array(n, *_gather(buf, pos, lens, n), valid)
+    return utf8_array(n, *gather(buf, pos, lens, n), valid)
 
 
 def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,
@@ -99,11 +100,30 @@ def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(values), [None if valid is None else validity(valid), bits])
 
 
+@numba.njit(cache=True, nogil=True)
+def _timestamps(ms, present, check_present):
+    """(microseconds, validity bitmap, all valid) of epoch milliseconds: valid inside years 1-9999 and, with
+    ``check_present``, where ``present``."""
+    n = ms.shape[0]
+    us = np.empty(n, dtype=np.int64)
+    bits = np.zeros((n + 7) // 8, dtype=np.uint8)
+    all_valid = True
+    for r in range(n):
+        ok = MIN_TIMESTAMP_MS <= ms[r] <= MAX_TIMESTAMP_MS and (not check_present or present[r])
+        us[r] = ms[r] * 1000 if ok else 0
+        if ok:
+            bits[r >> 3] |= np.uint8(1 << (r & 7))
+        else:
+            all_valid = False
+    return us, bits, all_valid
+
+
 def timestamp_array(ms: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
     """Epoch milliseconds as a UTC microsecond timestamp array; values outside years 1-9999, and where
     ``present`` is False, are null."""
-    valid = (ms >= MIN_TIMESTAMP_MS) & (ms <= MAX_TIMESTAMP_MS)
-    if present is not None:
-        valid &= present
-    us = np.where(valid, ms, 0) * 1000
-    return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [validity(valid), pa.py_buffer(us)])
+    us, bits, all_valid = _timestamps(ms, _NO_FLAGS if present is None else present, present is not None)
+    return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [None if all_valid else pa.py_buffer(bits),
+                                                           pa.py_buffer(us)])
+
+
+_NO_FLAGS = np.zeros(0, dtype=np.bool_)

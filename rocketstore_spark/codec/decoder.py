@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import commitlog, compression, hosts, properties
-from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, offsets_array, string_array,
-                                           timestamp_array, utf8_array)
+from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, gather, offsets_array,
+                                           string_array, timestamp_array, utf8_array)
 from rocketstore_spark.codec.commitlog import (MAGIC_V2, TRANSACTION_MASK,
                                                TRANSACTION_TYPES, HeaderColumns, Stop)
 from rocketstore_spark.codec.crc32 import crc_ok, gather_checked, prop_crc_ok
@@ -40,7 +40,10 @@ DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
 FIXED_WIDTH_BATCH_ROWS = 65536
 STREAM_AHEAD = 16 << 10
-TRANSACTION_NAMES = pa.array(TRANSACTION_TYPES, pa.string())
+# the transaction type names back to back, and each one's span there (index = (sys_flag & 0xC) >> 2)
+_TRANSACTION_BYTES = np.frombuffer("".join(TRANSACTION_TYPES).encode(), dtype=np.uint8)
+_TRANSACTION_LENS = np.array([len(t) for t in TRANSACTION_TYPES], dtype=np.int64)
+_TRANSACTION_POS = np.cumsum(_TRANSACTION_LENS) - _TRANSACTION_LENS
 _INT32_COLUMNS = {"total_size": "total_size", "magic_code": "magic_code", "body_crc": "body_crc",
                   "queue_id": "queue_id", "flag": "flag", "sys_flag": "sys_flag",
                   "reconsume_times": "reconsume_times", "body_length": "body_len"}
@@ -198,7 +201,9 @@ class RecordDecoder:
             if name in wanted:
                 out[name] = timestamp_array(getattr(h, name))
         if "transaction_type" in wanted:
-            out["transaction_type"] = TRANSACTION_NAMES.take(fixed_array((h.sys_flag & TRANSACTION_MASK) >> 2))
+            kind = (h.sys_flag & TRANSACTION_MASK) >> 2
+            out["transaction_type"] = utf8_array(n, *gather(_TRANSACTION_BYTES, _TRANSACTION_POS[kind],
+                                                            _TRANSACTION_LENS[kind], n), checked=True)
         if ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
             offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
             out["body"] = offsets_array(pa.binary(), n, offsets, data)

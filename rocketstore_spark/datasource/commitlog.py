@@ -163,7 +163,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
                            followed=segment_range.followed, on_finding=_report)
     for decoded in reader:
-        cols = {name: decoded.batch.column(name) for name in decoder.columns}
+        cols = dict(zip(decoder.columns, decoded.batch.columns))
         if "store" in wanted:
             cols["store"] = pa.repeat(pa.scalar(segment_range.store, pa.string()), decoded.n)
         batch = pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=arrow_schema)
