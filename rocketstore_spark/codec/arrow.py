@@ -16,20 +16,31 @@ MIN_TIMESTAMP_MS = -62135596800000
 MAX_TIMESTAMP_MS = 253402300799999
 
 
-@numba.njit(cache=True, nogil=True)
-def _gather(buf, pos, lens, n):
+@numba.njit(cache=True, nogil=True, inline="always")
+def span_offsets(lens, n):
+    """int32 Arrow offsets of n spans of these lengths (a negative length counts as empty)."""
     offsets = np.zeros(n + 1, dtype=np.int32)
     for r in range(n):
         offsets[r + 1] = offsets[r] + max(lens[r], 0)
+    return offsets
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def copy_span(buf, pos, length, data, at):
+    """buf[pos:pos+length] to data[at:] (memcpy)."""
+    # the walk keeps every span inside its record and window; memcpy must never be the one to find out
+    if length and (pos < 0 or pos + length > buf.shape[0]):
+        raise IndexError("span outside the buffer")
+    native.memcpy(data.ctypes.data + at, buf.ctypes.data + pos, length)
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(buf, pos, lens, n):
+    """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back."""
+    offsets = span_offsets(lens, n)
     data = np.empty(offsets[n], dtype=np.uint8)
-    src = buf.ctypes.data
-    dst = data.ctypes.data
     for r in range(n):
-        length = offsets[r + 1] - offsets[r]
-        # the walk keeps every span inside its record and window; memcpy must never be the one to find out
-        if length and (pos[r] < 0 or pos[r] + length > buf.shape[0]):
-            raise IndexError("span outside the buffer")
-        native.memcpy(dst + offsets[r], src + pos[r], length)
+        copy_span(buf, pos[r], offsets[r + 1] - offsets[r], data, offsets[r])
     return offsets, data
 
 
@@ -50,17 +61,25 @@ def validity(valid: np.ndarray):
 
 
 def binary_array(buf, pos, lens, n, valid=None) -> pa.Array:
-    offsets, data = _gather(buf, pos, lens, n)
+    offsets, data = gather(buf, pos, lens, n)
     return pa.Array.from_buffers(pa.binary(), n, [None if valid is None else validity(valid),
                                                   pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def string_array(buf, pos, lens, n, valid=None) -> pa.Array:
-    """UTF-8 strings from buffer spans. Malformed UTF-8 (damaged or hostile data) is replaced with U+FFFD,
-    as Java's decoder does, instead of failing the batch."""
-    offsets, data = _gather(buf, pos, lens, n)
+    """UTF-8 strings from buffer spans (``utf8_array``)."""
+    return utf8_array(n, *gather(buf, pos, lens, n), valid)
+
+
+def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,
+               checked: bool = False) -> pa.Array:
+    """n strings from int32 offsets and the bytes they index (numpy, no copy), null where ``valid`` is False.
+    Malformed UTF-8 (damaged or hostile data) is replaced with U+FFFD, as Java's decoder does, instead of
+    failing the batch. ``checked``: the caller knows the bytes are UTF-8 (e.g. all ASCII): not validated."""
     buffers = [None if valid is None else validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
     arr = pa.Array.from_buffers(pa.string(), n, buffers)
+    if checked:
+        return arr
     try:
         arr.validate(full=True)
         return arr
@@ -81,11 +100,30 @@ def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(values), [None if valid is None else validity(valid), bits])
 
 
+@numba.njit(cache=True, nogil=True)
+def _timestamps(ms, present, check_present):
+    """(microseconds, validity bitmap, all valid) of epoch milliseconds: valid inside years 1-9999 and, with
+    ``check_present``, where ``present``."""
+    n = ms.shape[0]
+    us = np.empty(n, dtype=np.int64)
+    bits = np.zeros((n + 7) // 8, dtype=np.uint8)
+    all_valid = True
+    for r in range(n):
+        ok = MIN_TIMESTAMP_MS <= ms[r] <= MAX_TIMESTAMP_MS and (not check_present or present[r])
+        us[r] = ms[r] * 1000 if ok else 0
+        if ok:
+            bits[r >> 3] |= np.uint8(1 << (r & 7))
+        else:
+            all_valid = False
+    return us, bits, all_valid
+
+
 def timestamp_array(ms: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
     """Epoch milliseconds as a UTC microsecond timestamp array; values outside years 1-9999, and where
     ``present`` is False, are null."""
-    valid = (ms >= MIN_TIMESTAMP_MS) & (ms <= MAX_TIMESTAMP_MS)
-    if present is not None:
-        valid &= present
-    us = np.where(valid, ms, 0) * 1000
-    return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [validity(valid), pa.py_buffer(us)])
+    us, bits, all_valid = _timestamps(ms, _NO_FLAGS if present is None else present, present is not None)
+    return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [None if all_valid else pa.py_buffer(bits),
+                                                           pa.py_buffer(us)])
+
+
+_NO_FLAGS = np.zeros(0, dtype=np.bool_)

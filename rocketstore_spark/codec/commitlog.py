@@ -234,20 +234,29 @@ def _record(buf, buf_file_pos, buf_end, file_end, pos):
 
 
 @numba.njit(cache=True, nogil=True)
-def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos):
+def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream=0):
     """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``, checking each
     record; the file positions of valid records go to ``out_pos`` (decode them with ``decode_header``).
 
     ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size.
-    Returns (count, next_position, Stop).
+    ``stream`` > 0: keep every cache line up to that many bytes ahead of the walk prefetched — for callers
+    that will read whole records (bodies, properties) anyway; a hop then does not wait for memory (each
+    needs the TOTALSIZE it just loaded, so hops cannot overlap their misses otherwise). Returns (count,
+    next_position, Stop).
     """
     buf_end = buf_file_pos + buf.shape[0]
     pos = start
     count = 0
     used = 0
+    fetched = start - buf_file_pos           # buffer index up to which lines were prefetched
     while True:
         if pos >= limit or count >= max_records or (count > 0 and used >= max_bytes):
             return count, pos, STOP_LIMIT
+        if stream > 0:
+            ahead = min(pos + stream, buf_end) - buf_file_pos
+            while fetched < ahead:
+                native.prefetch(buf, fetched)
+                fetched += 64
         stop, total = _record(buf, buf_file_pos, buf_end, file_end, pos)
         if stop != NO_STOP:
             return count, pos, stop

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.arrow import copy_span, span_offsets
 from rocketstore_spark.codec.commitlog import span_equals
 
 RMQ_CRC_MASK = 0x7FFFFFFF
@@ -89,6 +90,20 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
     for r in range(n):
         out[r] = body_crc_matches(buf, body_pos[r], body_len[r], body_crc[r])
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_checked(buf, body_pos, body_len, body_crc, n):
+    """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts, each body checked on its copy
+    right after it is made, while it is in cache: the bodies are read from memory once, not twice."""
+    offsets = span_offsets(body_len, n)
+    data = np.empty(offsets[n], dtype=np.uint8)
+    ok = np.empty(n, dtype=np.bool_)
+    for r in range(n):
+        length = offsets[r + 1] - offsets[r]
+        copy_span(buf, body_pos[r], length, data, offsets[r])
+        ok[r] = length <= 0 or rmq_crc32_span(data, offsets[r], length) == body_crc[r]
+    return offsets, data, ok
 
 
 _CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()

@@ -22,28 +22,38 @@ verified and the failures reported in ``Decoded.crc_failures`` (what verify and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import commitlog, compression, hosts, properties
-from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, offsets_array, string_array,
-                                           timestamp_array)
-from rocketstore_spark.codec.commitlog import (FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, MAGIC_V2, TRANSACTION_MASK,
+from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, gather, offsets_array,
+                                           string_array, timestamp_array, utf8_array)
+from rocketstore_spark.codec.commitlog import (MAGIC_V2, TRANSACTION_MASK,
                                                TRANSACTION_TYPES, HeaderColumns, Stop)
-from rocketstore_spark.codec.crc32 import crc_ok, prop_crc_ok
+from rocketstore_spark.codec.crc32 import crc_ok, gather_checked, prop_crc_ok
 from rocketstore_spark.codec.record_schema import BY_NAME, arrow_schema, header_fields_for
 
 DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
 FIXED_WIDTH_BATCH_ROWS = 65536
-TRANSACTION_NAMES = pa.array(TRANSACTION_TYPES, pa.string())
+STREAM_AHEAD = 16 << 10
+# the transaction type names back to back, and each one's span there (index = (sys_flag & 0xC) >> 2)
+_TRANSACTION_BYTES = np.frombuffer("".join(TRANSACTION_TYPES).encode(), dtype=np.uint8)
+_TRANSACTION_LENS = np.array([len(t) for t in TRANSACTION_TYPES], dtype=np.int64)
+_TRANSACTION_POS = np.cumsum(_TRANSACTION_LENS) - _TRANSACTION_LENS
 _INT32_COLUMNS = {"total_size": "total_size", "magic_code": "magic_code", "body_crc": "body_crc",
                   "queue_id": "queue_id", "flag": "flag", "sys_flag": "sys_flag",
                   "reconsume_times": "reconsume_times", "body_length": "body_len"}
 _INT64_COLUMNS = ("queue_offset", "stored_physical_offset", "prepared_transaction_offset")
-_PROPERTY_COLUMNS = frozenset({"properties", "tags", "keys", "uniq_key", "tags_code", "deliver_time"})
+# host_columns' outputs, in the order of its WANT_* flags
+_HOST_OUTPUTS = ("born_host", "store_host", "msg_id")
+_HOST_COLUMNS = frozenset(_HOST_OUTPUTS)
+# property_columns' outputs, in the order of its WANT_* flags
+_PROPERTY_OUTPUTS = ("properties", "tags", "keys", "uniq_key", "tags_code", "deliver_time")
+_PROPERTY_COLUMNS = frozenset(_PROPERTY_OUTPUTS)
 
 
 def is_fixed_width(arrow_type: pa.DataType) -> bool:
@@ -110,6 +120,8 @@ class RecordDecoder:
         # interleaved lanes only where a batch may be as large as a window (batch_bytes is not enforced there)
         self.lanes = lanes if lanes is not None else (commitlog.LANES if fixed and batch_bytes is None else 1)
         self._initial_lanes = self.lanes
+        # strings and bodies read every byte of a record: the walk prefetches ahead of itself (commitlog.walk)
+        self.stream = 0 if fixed else STREAM_AHEAD
         self._lane_rows = self.batch_rows // max(self.lanes, 1)
         self._lane_counts = np.zeros(max(self.lanes, 1), dtype=np.int64)
 
@@ -138,7 +150,7 @@ class RecordDecoder:
                                             for k, c in enumerate(self._lane_counts)])
         if count < 0:
             count, next_pos, stop = commitlog.walk(window, window_position, file_size, start, limit,
-                                                   self.batch_rows, self.batch_bytes, positions)
+                                                   self.batch_rows, self.batch_bytes, positions, self.stream)
         positions = positions[:count]
         if not count:
             return Decoded(None, positions, None, int(next_pos), Stop(stop))
@@ -189,8 +201,13 @@ class RecordDecoder:
             if name in wanted:
                 out[name] = timestamp_array(getattr(h, name))
         if "transaction_type" in wanted:
-            out["transaction_type"] = TRANSACTION_NAMES.take(fixed_array((h.sys_flag & TRANSACTION_MASK) >> 2))
-        if "body" in wanted or "body_uncompressed" in wanted:
+            kind = (h.sys_flag & TRANSACTION_MASK) >> 2
+            out["transaction_type"] = utf8_array(n, *gather(_TRANSACTION_BYTES, _TRANSACTION_POS[kind],
+                                                            _TRANSACTION_LENS[kind], n), checked=True)
+        if ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
+            offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
+            out["body"] = offsets_array(pa.binary(), n, offsets, data)
+        elif "body" in wanted or "body_uncompressed" in wanted:
             out["body"] = binary_array(buf, h.body_pos, h.body_len, n)
         if "body_uncompressed" in wanted:
             out["body_uncompressed"] = compression.uncompressed_bodies(out["body"], h.sys_flag)
@@ -203,39 +220,45 @@ class RecordDecoder:
         if "properties_crc_ok" in wanted:
             ok, present = prop_crc_ok(buf, positions - buf_file_pos, h.total_size, h.props_len, n)
             out["properties_crc_ok"] = bool_array(ok, present)
-        if "msg_id" in wanted:
-            offsets, data = hosts.msg_ids(buf, h.store_host_pos, h.sys_flag, physical, n)
-            out["msg_id"] = offsets_array(pa.string(), n, offsets, data)
-        for name, pos, bit in (("born_host", "born_host_pos", FLAG_BORNHOST_V6),
-                               ("store_host", "store_host_pos", FLAG_STOREHOST_V6)):
-            if name in wanted:
-                offsets, data = hosts.hosts(buf, getattr(h, pos), h.sys_flag, bit, n)
-                out[name] = offsets_array(pa.string(), n, offsets, data)
+        if wanted & _HOST_COLUMNS:
+            want = np.array([c in wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
+            born_offsets, born, store_offsets, store, id_offsets, ids = hosts.host_columns(
+                buf, h.born_host_pos if want[hosts.WANT_BORN_HOST] else _NONE,
+                h.store_host_pos if want[hosts.WANT_STORE_HOST] or want[hosts.WANT_MSG_ID] else _NONE,
+                h.sys_flag, physical, n, want)
+            for name, offsets, data in (("born_host", born_offsets, born), ("store_host", store_offsets, store),
+                                        ("msg_id", id_offsets, ids)):
+                if name in wanted:
+                    out[name] = offsets_array(pa.string(), n, offsets, data)
         if wanted & _PROPERTY_COLUMNS:
             out.update(self._property_columns(buf, h, wanted))
         return out
 
     def _property_columns(self, buf, h: HeaderColumns, wanted: set[str]) -> dict[str, pa.Array]:
         n = h.n
+        want = np.array([c in wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
+        topic_pos, topic_len, store_timestamp = (h.topic_pos, h.topic_len, h.store_timestamp) \
+            if want[properties.WANT_TAGS_CODE] or want[properties.WANT_DELIVER_TIME] else (_NONE, _NONE, _NONE)
+        (pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets, tags_data, tags_valid,
+         uniq_offsets, uniq_data, uniq_valid, keys_list_offsets, keys_offsets, keys_data, tags_code, deliver_time,
+         deliver_valid, ascii) = properties.property_columns(buf, h.props_pos, h.props_len, topic_pos, topic_len,
+                                                      store_timestamp, self.delay_ms, n, want)
+        strings = partial(utf8_array, checked=ascii)
         out = {}
-        pair_offsets, kpos, klen, vpos, vlen, special = properties.parse_properties(buf, h.props_pos, h.props_len, n)
         if "properties" in wanted:
-            keys = string_array(buf, kpos, klen, len(kpos))
-            values = string_array(buf, vpos, vlen, len(vpos))
-            out["properties"] = pa.MapArray.from_arrays(fixed_array(pair_offsets), keys, values)
-        for name, which in (("tags", properties.SPECIAL_TAGS), ("uniq_key", properties.SPECIAL_UNIQ_KEY)):
-            if name in wanted:
-                pos, lens, valid = properties.special_spans(special, which, vpos, vlen, n)
-                out[name] = string_array(buf, pos, lens, n, valid)
+            out["properties"] = pa.MapArray.from_arrays(
+                fixed_array(pair_offsets), strings(len(key_offsets) - 1, key_offsets, key_data),
+                strings(len(value_offsets) - 1, value_offsets, value_data))
+        if "tags" in wanted:
+            out["tags"] = strings(n, tags_offsets, tags_data, tags_valid)
+        if "uniq_key" in wanted:
+            out["uniq_key"] = strings(n, uniq_offsets, uniq_data, uniq_valid)
         if "keys" in wanted:
-            offsets, pos, lens = properties.key_pieces(buf, special, vpos, vlen, n)
-            out["keys"] = pa.ListArray.from_arrays(fixed_array(offsets), string_array(buf, pos, lens, len(pos)),
+            out["keys"] = pa.ListArray.from_arrays(fixed_array(keys_list_offsets),
+                                                   strings(len(keys_offsets) - 1, keys_offsets, keys_data),
                                                    type=BY_NAME["keys"].arrow_type)
         if "tags_code" in wanted:
-            out["tags_code"] = fixed_array(properties.tags_codes(buf, special, vpos, vlen, h.topic_pos, h.topic_len,
-                                                                 h.store_timestamp, self.delay_ms, n))
+            out["tags_code"] = fixed_array(tags_code)
         if "deliver_time" in wanted:
-            when, due = properties.deliver_times(buf, special, vpos, vlen, h.topic_pos, h.topic_len,
-                                                 h.store_timestamp, self.delay_ms, n)
-            out["deliver_time"] = timestamp_array(when, due)
+            out["deliver_time"] = timestamp_array(deliver_time, deliver_valid)
         return out

@@ -10,13 +10,17 @@ TAGS), or for ``SCHEDULE_TOPIC_XXXX`` records with ``DELAY`` (parsed like Java's
 a sign, digits, int32) above 0 the delivery time ``store_timestamp + delay(min(level, max_level))``; ``keys`` = non-empty pieces of ``KEYS`` split on single
 spaces (``IndexService.buildIndex``); ``deliver_time`` = when a delayed message is due: that same delivery
 time for ``SCHEDULE_TOPIC_XXXX`` records, ``TIMER_OUT_MS`` (``Long.parseLong``) for 5.x timer records in
-``rmq_sys_wheel_timer``. Pure and compiled; runs wherever records are decoded.
+``rmq_sys_wheel_timer``. Pure and compiled: ``property_columns`` derives every one of them in a single pass per
+record (the Arrow buffers of the map, TAGS, KEYS, UNIQ_KEY, tagsCode and delivery time), so a record's
+properties are read from memory once; runs wherever records are decoded.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
+from rocketstore_spark.codec import native
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, load_le64, prefetch, store_le64
 from rocketstore_spark.codec.commitlog import span_equals
 from rocketstore_spark.codec.javahash import java_hash_span
 
@@ -28,12 +32,13 @@ KEY_UNIQ = np.frombuffer(b"UNIQ_KEY", dtype=np.uint8).copy()
 KEY_DELAY = np.frombuffer(b"DELAY", dtype=np.uint8).copy()
 KEY_TIMER_OUT = np.frombuffer(b"TIMER_OUT_MS", dtype=np.uint8).copy()
 TIMER_TOPIC = np.frombuffer(b"rmq_sys_wheel_timer", dtype=np.uint8).copy()
-# columns of parse_properties' ``special``: the pair index of these names per record
-SPECIAL_TAGS = 0
-SPECIAL_KEYS = 1
-SPECIAL_UNIQ_KEY = 2
-SPECIAL_DELAY = 3
-SPECIAL_TIMER_OUT = 4
+# what property_columns builds (its ``want`` flags)
+WANT_MAP = 0
+WANT_TAGS = 1
+WANT_KEYS = 2
+WANT_UNIQ_KEY = 3
+WANT_TAGS_CODE = 4
+WANT_DELIVER_TIME = 5
 NAME_SEPARATOR = 0x01
 PROPERTY_SEPARATOR = 0x02
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -45,84 +50,6 @@ def parse_delay_levels(spec: str = DEFAULT_DELAY_LEVELS) -> np.ndarray:
         return np.array([int(t[:-1]) * _UNITS[t[-1]] for t in spec.split()], dtype=np.int64)
     except (KeyError, ValueError, IndexError) as e:
         raise ValueError(f"invalid messageDelayLevel {spec!r}: expected tokens like 1s 5m 2h") from e
-
-
-@numba.njit(cache=True, nogil=True)
-def parse_properties(buf, props_pos, props_len, n):
-    """Name/value spans of every record's properties, RocketMQ's rules (module docstring).
-
-    Returns pair_offsets[n+1], key_pos, key_len, val_pos, val_len (per pair) and, per record, the pair index
-    of TAGS, KEYS, UNIQ_KEY, DELAY and TIMER_OUT_MS (-1 when absent)."""
-    cap = n
-    for r in range(n):
-        cap += props_len[r] // 3 + 1
-    key_pos = np.empty(cap, dtype=np.int64)
-    key_len = np.empty(cap, dtype=np.int64)
-    val_pos = np.empty(cap, dtype=np.int64)
-    val_len = np.empty(cap, dtype=np.int64)
-    pair_offsets = np.zeros(n + 1, dtype=np.int32)
-    special = np.full((n, 5), -1, dtype=np.int64)
-    k = 0
-    for r in range(n):
-        start = props_pos[r]
-        end_all = start + props_len[r]
-        first = k
-        index = start
-        while index < end_all:
-            end = index
-            while end < end_all and buf[end] != PROPERTY_SEPARATOR:
-                end += 1
-            if end - index >= 3:
-                kv = index
-                while kv < end_all and buf[kv] != NAME_SEPARATOR:
-                    kv += 1
-                if index < kv and kv < end - 1:
-                    # a later duplicate name overwrites the earlier value
-                    slot = k
-                    for j in range(first, k):
-                        if key_len[j] == kv - index:
-                            same = True
-                            for b in range(kv - index):
-                                if buf[key_pos[j] + b] != buf[index + b]:
-                                    same = False
-                                    break
-                            if same:
-                                slot = j
-                                break
-                    key_pos[slot] = index
-                    key_len[slot] = kv - index
-                    val_pos[slot] = kv + 1
-                    val_len[slot] = end - kv - 1
-                    if slot == k:
-                        k += 1
-            index = end + 1
-        pair_offsets[r + 1] = k
-        for j in range(first, k):
-            if span_equals(buf, key_pos[j], key_len[j], KEY_TAGS):
-                special[r, SPECIAL_TAGS] = j
-            elif span_equals(buf, key_pos[j], key_len[j], KEY_KEYS):
-                special[r, SPECIAL_KEYS] = j
-            elif span_equals(buf, key_pos[j], key_len[j], KEY_UNIQ):
-                special[r, SPECIAL_UNIQ_KEY] = j
-            elif span_equals(buf, key_pos[j], key_len[j], KEY_DELAY):
-                special[r, SPECIAL_DELAY] = j
-            elif span_equals(buf, key_pos[j], key_len[j], KEY_TIMER_OUT):
-                special[r, SPECIAL_TIMER_OUT] = j
-    return pair_offsets, key_pos[:k], key_len[:k], val_pos[:k], val_len[:k], special
-
-
-@numba.njit(cache=True, nogil=True)
-def special_spans(special, which, val_pos, val_len, n):
-    pos = np.zeros(n, dtype=np.int64)
-    lens = np.zeros(n, dtype=np.int64)
-    valid = np.zeros(n, dtype=np.bool_)
-    for r in range(n):
-        j = special[r, which]
-        if j >= 0:
-            pos[r] = val_pos[j]
-            lens[r] = val_len[j]
-            valid[r] = True
-    return pos, lens, valid
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -159,75 +86,216 @@ INT64_MAX = np.int64((1 << 63) - 1)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _schedule_delivery(buf, special, val_pos, val_len, topic_pos, topic_len, store_timestamp, delay_ms, r):
-    """(due, when) of record r as a SCHEDULE_TOPIC_XXXX record: store time + its clamped DELAY level."""
-    d = special[r, SPECIAL_DELAY]
-    if d >= 0 and span_equals(buf, topic_pos[r], topic_len[r], SCHEDULE_TOPIC):
-        ok, level = _java_parse(buf, val_pos[d], val_len[d], INT32_MAX)
+def _schedule_delivery(buf, delay_pos, delay_len, topic_pos, topic_len, store_timestamp, delay_ms):
+    """(due, when) of a SCHEDULE_TOPIC_XXXX record with a DELAY value at buf[delay_pos:][:delay_len]: store
+    time + its clamped delay level."""
+    if span_equals(buf, topic_pos, topic_len, SCHEDULE_TOPIC):
+        ok, level = _java_parse(buf, delay_pos, delay_len, INT32_MAX)
         if ok:
             level = min(level, delay_ms.shape[0])
             if level > 0:
-                return True, store_timestamp[r] + delay_ms[level - 1]
+                return True, store_timestamp + delay_ms[level - 1]
     return False, np.int64(0)
 
 
-@numba.njit(cache=True, nogil=True)
-def tags_codes(buf, special, val_pos, val_len, topic_pos, topic_len, store_timestamp, delay_ms, n):
-    out = np.zeros(n, dtype=np.int64)
-    for r in range(n):
-        j = special[r, SPECIAL_TAGS]
-        if j >= 0 and val_len[j] > 0:
-            out[r] = java_hash_span(buf, val_pos[j], val_len[j])      # int32, sign-extended
-        due, when = _schedule_delivery(buf, special, val_pos, val_len, topic_pos, topic_len, store_timestamp,
-                                       delay_ms, r)
-        if due:
-            out[r] = when
-    return out
+_ONES = np.uint64(0x0101010101010101)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_BYTE_INDEX = np.uint64(0x0001020304050607)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _separator(buf, i, end, or_name, seen):
+    """(first index in [i, end) holding 0x02 — or 0x01 too with ``or_name`` — else ``end``; ``seen`` OR-ed
+    with the bytes looked at). Eight bytes at a time: a byte equal to c shows as the high bit of
+    (x - ONES) & ~x & HIGH_BITS with x = word ^ (c * ONES); bits can be wrong only above the lowest true one."""
+    while i + 8 <= end:
+        word = load_le64(buf, i)
+        seen |= word
+        x = word ^ (_ONES * np.uint64(PROPERTY_SEPARATOR))
+        hits = (x - _ONES) & ~x & _HIGH_BITS
+        if or_name:
+            y = word ^ _ONES                                # NAME_SEPARATOR = 0x01
+            hits |= (y - _ONES) & ~y & _HIGH_BITS
+        if hits:
+            # the lowest hit is 1 << (8k + 7) for byte k; the multiply puts k in the top byte
+            lowest = hits & (~hits + np.uint64(1))
+            return i + np.int64(((lowest >> np.uint64(7)) * _BYTE_INDEX) >> np.uint64(56)), seen
+        i += 8
+    while i < end:
+        c = byte_at(buf, i)
+        seen |= np.uint64(c)
+        if c == PROPERTY_SEPARATOR or (or_name and c == NAME_SEPARATOR):
+            return i, seen
+        i += 1
+    return end, seen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put(dst, o, src, pos, length):
+    """Copy src[pos:pos+length] to dst[o:] (contiguous uint8); returns the new end. Short strings go 8 bytes
+    at a time (a memcpy call per property costs more than the copy): up to 7 bytes past the end may be
+    written (``dst`` has COPY_SLACK spare bytes; later strings overwrite them), and read where ``src`` has
+    them."""
+    if length > 0:
+        if length <= 32 and pos + 32 <= src.shape[0]:
+            for k in range(0, length, 8):
+                store_le64(dst, o + k, load_le64(src, pos + k))
+        else:
+            native.memcpy(dst.ctypes.data + o, src.ctypes.data + pos, length)
+    return o + length
+
+
+COPY_SLACK = 32
 
 
 @numba.njit(cache=True, nogil=True)
-def deliver_times(buf, special, val_pos, val_len, topic_pos, topic_len, store_timestamp, delay_ms, n):
-    """(epoch ms, valid) per record: when a delayed or 5.x timer message is due (module docstring)."""
-    out = np.zeros(n, dtype=np.int64)
-    valid = np.zeros(n, dtype=np.bool_)
-    for r in range(n):
-        due, when = _schedule_delivery(buf, special, val_pos, val_len, topic_pos, topic_len, store_timestamp,
-                                       delay_ms, r)
-        if due:
-            out[r], valid[r] = when, True
-        t = special[r, SPECIAL_TIMER_OUT]
-        if t >= 0 and span_equals(buf, topic_pos[r], topic_len[r], TIMER_TOPIC):
-            ok, when = _java_parse(buf, val_pos[t], val_len[t], INT64_MAX)
-            if ok:
-                out[r], valid[r] = when, True
-    return out, valid
+def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want):
+    """Every property-derived column of n records in one pass over each record's properties (RocketMQ's
+    rules, module docstring): the bytes of a record are read once, while they are in cache, and written
+    straight into Arrow-layout buffers (int32 offsets + UTF-8 bytes), no per-pair spans in between.
 
-
-@numba.njit(cache=True, nogil=True)
-def key_pieces(buf, special, val_pos, val_len, n):
-    """KEYS split on single spaces, empty pieces dropped (IndexService.buildIndex)."""
-    cap = n
+    ``want`` (WANT_* flags) says which outputs to fill; the others come back empty. Returns
+    ``(pair_offsets, key_offsets, key_data, value_offsets, value_data,`` — the properties map —
+    ``tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid,`` — TAGS and UNIQ_KEY, valid
+    where present — ``keys_list_offsets, keys_offsets, keys_data,`` — KEYS split on single spaces, empty pieces
+    dropped (IndexService.buildIndex) — ``tags_code, deliver_time, deliver_valid, ascii)``; ``ascii``: every
+    properties byte is below 0x80, so every string built is valid UTF-8 (no validation needed)."""
+    w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
+    w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
+    data_cap = 0
+    pairs_cap = 0
+    record_cap = 1
     for r in range(n):
-        j = special[r, SPECIAL_KEYS]
-        if j >= 0:
-            cap += val_len[j] // 2 + 1
-    pos = np.empty(cap, dtype=np.int64)
-    lens = np.empty(cap, dtype=np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    k = 0
+        data_cap += props_len[r]
+        room = props_len[r] // 3 + 1
+        pairs_cap += room
+        record_cap = max(record_cap, room)
+    # one record's pairs (name/value spans), before duplicates are resolved
+    kp = np.empty(record_cap, dtype=np.int64)
+    kl = np.empty(record_cap, dtype=np.int64)
+    vp = np.empty(record_cap, dtype=np.int64)
+    vl = np.empty(record_cap, dtype=np.int64)
+    pair_offsets = np.zeros(n + 1 if w_map else 1, dtype=np.int32)
+    key_offsets = np.zeros(pairs_cap + 1 if w_map else 1, dtype=np.int32)
+    value_offsets = np.zeros(pairs_cap + 1 if w_map else 1, dtype=np.int32)
+    key_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
+    value_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
+    tags_offsets = np.zeros(n + 1 if w_tags else 1, dtype=np.int32)
+    tags_data = np.empty(data_cap + COPY_SLACK if w_tags else 0, dtype=np.uint8)
+    tags_valid = np.zeros(n if w_tags else 0, dtype=np.bool_)
+    uniq_offsets = np.zeros(n + 1 if w_uniq else 1, dtype=np.int32)
+    uniq_data = np.empty(data_cap + COPY_SLACK if w_uniq else 0, dtype=np.uint8)
+    uniq_valid = np.zeros(n if w_uniq else 0, dtype=np.bool_)
+    keys_list_offsets = np.zeros(n + 1 if w_keys else 1, dtype=np.int32)
+    keys_offsets = np.zeros(data_cap // 2 + n + 1 if w_keys else 1, dtype=np.int32)
+    keys_data = np.empty(data_cap + COPY_SLACK if w_keys else 0, dtype=np.uint8)
+    tags_code = np.zeros(n if w_code else 0, dtype=np.int64)
+    deliver_time = np.zeros(n if w_deliver else 0, dtype=np.int64)
+    deliver_valid = np.zeros(n if w_deliver else 0, dtype=np.bool_)
+    pairs = 0              # map entries so far
+    ko = 0                 # bytes written to key_data, value_data, tags_data, uniq_data, keys_data
+    vo = 0
+    to = 0
+    uo = 0
+    kdo = 0
+    pieces = 0
+    seen = np.uint64(0)    # every properties byte OR-ed: no 0x80 bit means all ASCII, so every string is UTF-8
     for r in range(n):
-        j = special[r, SPECIAL_KEYS]
-        if j >= 0:
-            s = val_pos[j]
-            e = s + val_len[j]
-            i = s
-            while i <= e:
-                if i == e or buf[i] == 0x20:        # space
-                    if i > s:
-                        pos[k] = s
-                        lens[k] = i - s
-                        k += 1
-                    s = i + 1
-                i += 1
-        offsets[r + 1] = k
-    return offsets, pos[:k], lens[:k]
+        if r + PREFETCH_AHEAD < n:
+            ahead = props_pos[r + PREFETCH_AHEAD]
+            prefetch(buf, ahead)
+            prefetch(buf, ahead + 64)
+        # split on 0x02; a piece of >= 3 bytes whose first 0x01 leaves a non-empty name and value is a pair
+        m = 0
+        end_all = props_pos[r] + props_len[r]
+        index = props_pos[r]
+        while index < end_all:
+            end, seen = _separator(buf, index, end_all, True, seen)
+            kv = -1
+            if end < end_all and byte_at(buf, end) == NAME_SEPARATOR:
+                kv = end
+                end, seen = _separator(buf, kv + 1, end_all, False, seen)
+            if end - index >= 3 and index < kv and kv < end - 1:
+                slot = m                       # a later duplicate name overwrites the earlier value
+                for j in range(m):
+                    if kl[j] == kv - index:
+                        same = True
+                        for b in range(kv - index):
+                            if byte_at(buf, kp[j] + b) != byte_at(buf, index + b):
+                                same = False
+                                break
+                        if same:
+                            slot = j
+                            break
+                kp[slot] = index
+                kl[slot] = kv - index
+                vp[slot] = kv + 1
+                vl[slot] = end - kv - 1
+                if slot == m:
+                    m += 1
+            index = end + 1
+        tags = keys = uniq = delay = timer = -1
+        for j in range(m):
+            if span_equals(buf, kp[j], kl[j], KEY_TAGS):
+                tags = j
+            elif span_equals(buf, kp[j], kl[j], KEY_KEYS):
+                keys = j
+            elif span_equals(buf, kp[j], kl[j], KEY_UNIQ):
+                uniq = j
+            elif span_equals(buf, kp[j], kl[j], KEY_DELAY):
+                delay = j
+            elif span_equals(buf, kp[j], kl[j], KEY_TIMER_OUT):
+                timer = j
+        if w_map:
+            for j in range(m):
+                ko = _put(key_data, ko, buf, kp[j], kl[j])
+                vo = _put(value_data, vo, buf, vp[j], vl[j])
+                pairs += 1
+                key_offsets[pairs] = ko
+                value_offsets[pairs] = vo
+            pair_offsets[r + 1] = pairs
+        if w_tags:
+            if tags >= 0:
+                to = _put(tags_data, to, buf, vp[tags], vl[tags])
+                tags_valid[r] = True
+            tags_offsets[r + 1] = to
+        if w_uniq:
+            if uniq >= 0:
+                uo = _put(uniq_data, uo, buf, vp[uniq], vl[uniq])
+                uniq_valid[r] = True
+            uniq_offsets[r + 1] = uo
+        if w_keys:
+            if keys >= 0:
+                s = vp[keys]
+                e = s + vl[keys]
+                i = s
+                while i <= e:
+                    if i == e or byte_at(buf, i) == 0x20:        # space
+                        if i > s:
+                            kdo = _put(keys_data, kdo, buf, s, i - s)
+                            pieces += 1
+                            keys_offsets[pieces] = kdo
+                        s = i + 1
+                    i += 1
+            keys_list_offsets[r + 1] = pieces
+        if w_code or w_deliver:
+            due, when = False, np.int64(0)
+            if delay >= 0:
+                due, when = _schedule_delivery(buf, vp[delay], vl[delay], topic_pos[r], topic_len[r],
+                                               store_timestamp[r], delay_ms)
+            if w_code:
+                if due:
+                    tags_code[r] = when
+                elif tags >= 0 and vl[tags] > 0:
+                    tags_code[r] = java_hash_span(buf, vp[tags], vl[tags])      # int32, sign-extended
+            if w_deliver:
+                if due:
+                    deliver_time[r], deliver_valid[r] = when, True
+                if timer >= 0 and span_equals(buf, topic_pos[r], topic_len[r], TIMER_TOPIC):
+                    ok, at = _java_parse(buf, vp[timer], vl[timer], INT64_MAX)
+                    if ok:
+                        deliver_time[r], deliver_valid[r] = at, True
+    return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
+            tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
+            keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,
+            (seen & _HIGH_BITS) == 0)

@@ -149,9 +149,11 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from rocketstore_spark.codec.decoder import RecordDecoder, is_fixed_width
+    from rocketstore_spark.codec.native import keep_freed_memory
     from rocketstore_spark.datasource.filters import row_mask
     from rocketstore_spark.store.segment_reader import SegmentReader
 
+    keep_freed_memory()
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters)]))
     decoder = RecordDecoder([c for c in wanted if c != "store"], message_delay_level=options.message_delay_level,
@@ -161,7 +163,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
                            followed=segment_range.followed, on_finding=_report)
     for decoded in reader:
-        cols = {name: decoded.batch.column(name) for name in decoder.columns}
+        cols = dict(zip(decoder.columns, decoded.batch.columns))
         if "store" in wanted:
             cols["store"] = pa.repeat(pa.scalar(segment_range.store, pa.string()), decoded.n)
         batch = pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=arrow_schema)

@@ -116,6 +116,37 @@ def test_property_parsing_follows_rocketmq_rules(tmp_path):
     assert row["tags"] == "T1" and row["tags_code"] == java_hash("T1")
 
 
+def _string2message_properties(raw: bytes) -> dict[bytes, bytes]:
+    """RocketMQ's MessageDecoder.string2messageProperties, written from its source: split on 0x02, pieces
+    shorter than 3 ignored, the first 0x01 splits a piece into a non-empty name and value, later names win."""
+    out: dict[bytes, bytes] = {}
+    for piece in raw.split(b"\x02"):
+        kv = piece.find(b"\x01")
+        if len(piece) >= 3 and 0 < kv < len(piece) - 1:
+            out[piece[:kv]] = piece[kv + 1:]
+    return out
+
+
+_PROPERTY_BYTES = st.lists(st.sampled_from([b"\x01", b"\x02", b"TAGS", b"KEYS", b"a", b"b c", b" ", b"xyzxyzxyz"]),
+                           max_size=40).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PROPERTY_BYTES)
+def test_properties_split_like_rocketmq_at_every_offset(raw):
+    """Separators at every position relative to the decoder's 8-byte search steps."""
+    from rocketstore_spark.codec.decoder import RecordDecoder
+    rec = bytearray(encode_record(Message(topic="T", properties={}), 0))
+    rec = rec[:-2] + struct.pack(">h", len(raw)) + raw
+    struct.pack_into(">i", rec, 0, len(rec))
+    buf = np.frombuffer(bytes(rec), dtype=np.uint8)
+    row = RecordDecoder(("properties", "tags", "keys")).decode(buf, 0, len(buf), 0, 0, len(buf)).batch.to_pylist()[0]
+    expected = _string2message_properties(raw)
+    assert row["properties"] == [(k.decode(), v.decode()) for k, v in expected.items()]
+    assert row["tags"] == (expected[b"TAGS"].decode() if b"TAGS" in expected else None)
+    assert row["keys"] == [k.decode() for k in expected.get(b"KEYS", b"").split(b" ") if k]
+
+
 def test_delay_topic_tags_code_is_delivery_time(tmp_path):
     """Delay level 3 stored at 1,700,000,000,123 → tagsCode 1,700,000,010,123; levels clamp to 18."""
     msgs = [Message(topic="SCHEDULE_TOPIC_XXXX", queue_id=2, properties={"DELAY": "3", "TAGS": "x"}),

@@ -162,3 +162,22 @@ def test_deliver_time_of_timer_records_and_every_compression_type():
     assert got["body_uncompressed"][7:] == [None] * 4
     when = [None if t is None else int(t.timestamp() * 1000) for t in got["deliver_time"]]
     assert when == [None] * 7 + [1795320999000, None, None, 1_000_000 + 10_000]      # level 3 = 10s
+
+
+def test_property_strings_beyond_ascii_decode_as_utf8_and_bad_bytes_as_replacement():
+    # one batch with valid non-ASCII UTF-8 and one with a byte that is not UTF-8: the batch-wide ASCII
+    # shortcut must not skip the validation of either
+    props = {"TAGS": "étiquette", "KEYS": "clé ключ", "UNIQ_KEY": "唯一", "WAIT": "true"}
+    good = encode_record(Message(topic="T", body=b"b", properties=props), BASE)
+    d = RecordDecoder(("properties", "tags", "keys", "uniq_key")).decode(window(good), 0, len(good), BASE, 0,
+                                                                        len(good))
+    row = d.batch.to_pylist()[0]
+    assert dict(row["properties"]) == props
+    assert (row["tags"], row["keys"], row["uniq_key"]) == ("étiquette", ["clé", "ключ"], "唯一")
+    bad = bytearray(good)
+    at = bytes(bad).index("étiquette".encode())
+    bad[at] = 0xFF                                          # "\xffétiquette"[1:]: the é's first byte replaced
+    d = RecordDecoder(("properties", "tags")).decode(window(bytes(bad)), 0, len(bad), BASE, 0, len(bad))
+    expected = bytes(bad[at:at + len("étiquette".encode())]).decode("utf-8", "replace")
+    row = d.batch.to_pylist()[0]
+    assert row["tags"] == expected == dict(row["properties"])["TAGS"] and "\ufffd" in expected

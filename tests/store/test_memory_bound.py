@@ -24,6 +24,9 @@ READ = textwrap.dedent("""
     from rocketstore_spark.codec.decoder import RecordDecoder
     from rocketstore_spark.codec.record_schema import DECODED
     from rocketstore_spark.store.segment_reader import SegmentReader
+    if sys.argv[2] == "keep":                  # as the Spark reader runs: freed batch memory kept for reuse
+        from rocketstore_spark.codec.native import keep_freed_memory
+        assert keep_freed_memory()
     rows = 0
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     reader = SegmentReader(sys.argv[1], 0, RecordDecoder(DECODED))
@@ -34,18 +37,19 @@ READ = textwrap.dedent("""
 """)
 
 
-def decode_peak(tmp_path, size: int) -> tuple[int, int]:
+def decode_peak(tmp_path, size: int, allocator: str) -> tuple[int, int]:
     path = str(tmp_path / f"{0:020d}")
     subprocess.run([sys.executable, "-c", WRITE, str(size), path], check=True, cwd=ROOT)
-    rows, baseline, peak = map(int, subprocess.run([sys.executable, "-c", READ, path], capture_output=True,
+    rows, baseline, peak = map(int, subprocess.run([sys.executable, "-c", READ, path, allocator], capture_output=True,
                                                    text=True, check=True).stdout.split())
     return rows, peak - baseline
 
 
 @pytest.mark.slow
-def test_one_gib_segment_decodes_in_bounded_memory(tmp_path):
-    rows_small, grew_small = decode_peak(tmp_path, 128 << 20)
-    rows_big, grew_big = decode_peak(tmp_path, 1 << 30)
+@pytest.mark.parametrize("allocator", ["default", "keep"])
+def test_one_gib_segment_decodes_in_bounded_memory(tmp_path, allocator):
+    rows_small, grew_small = decode_peak(tmp_path, 128 << 20, allocator)
+    rows_big, grew_big = decode_peak(tmp_path, 1 << 30, allocator)
     assert rows_big > 7 * rows_small                           # the whole GiB was really decoded
     assert grew_big < grew_small + 48 * 1024, (grew_small, grew_big)   # KiB: not proportional to size
     assert grew_big < 400 * 1024
