@@ -69,6 +69,15 @@ def build_store(out: Path, gib: float, segment_mib: int) -> list[Path]:
     return sorted(cl.iterdir())
 
 
+def store_arguments(doc: str, segment_mib: int = 256) -> argparse.ArgumentParser:
+    """The arguments every benchmark takes: the store's size and segment size, and where it is built."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--gib", type=float, default=2.0)
+    p.add_argument("--segment-mib", type=int, default=segment_mib)
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    return p
+
+
 def cat_seconds(files) -> float:
     t = time.perf_counter()
     subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)

@@ -20,7 +20,6 @@ equal in name order). Figures go to stdout and bench/out/rebuild-results.json.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_read import build_store, cat_seconds  # noqa: E402
+from bench_read import build_store, cat_seconds, store_arguments  # noqa: E402
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -45,10 +44,7 @@ def index_contents(root: Path) -> list[str]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--gib", type=float, default=2.0)
-    p.add_argument("--segment-mib", type=int, default=256)
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    p = store_arguments(__doc__)
     p.add_argument("--rocketmq", help="also time RocketMQ VERSION's own rebuild (needs a JDK and Maven)")
     args = p.parse_args(argv)
 

@@ -20,7 +20,6 @@ bench/out/recovery-results.json.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_read import build_store, cat_seconds  # noqa: E402
+from bench_read import build_store, cat_seconds, store_arguments  # noqa: E402
 
 SETTINGS = {"mappedFileSizeConsumeQueue": 300_000 * 20, "maxHashSlotNum": 5_000_000, "maxIndexNum": 20_000_000}
 
@@ -63,10 +62,7 @@ def crashed_store(out: Path, segments: list[Path]) -> Path:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--gib", type=float, default=2.0)
-    p.add_argument("--segment-mib", type=int, default=256)
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    p = store_arguments(__doc__)
     p.add_argument("--rocketmq", help="also time RocketMQ VERSION's own restart (needs a JDK and Maven)")
     args = p.parse_args(argv)
 

@@ -29,7 +29,6 @@ bench/out/verify-results.json.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_read import build_store, cat_seconds, timed  # noqa: E402
+from bench_read import build_store, cat_seconds, store_arguments, timed  # noqa: E402
 
 TARGET_VS_JVM = 1.5
 TARGET_VS_PAGE_CACHE = 0.6
@@ -85,10 +84,7 @@ def profile_segment(path: Path, repeat: int) -> dict[str, float]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--gib", type=float, default=2.0)
-    p.add_argument("--segment-mib", type=int, default=128)
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    p = store_arguments(__doc__, segment_mib=128)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args(argv)
 
