@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from rocketstore_spark.codec import checkpoint as checkpoint_codec
+from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
 from rocketstore_spark.rebuild.output import write_rebuild
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
@@ -266,7 +267,9 @@ def stage(plan: dict, staging: Path, settings: RebuildSettings, link: bool) -> d
                "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"]}
     last_ms = _last_store_time(staged)
     original = read_checkpoint(layout.files).checkpoint
-    (staging / "checkpoint").write_bytes(_checkpoint(original, last_ms, plan["process_offset"] or 0, report))
+    index_ms = _newest_index_end(staging / "index", index_files)
+    (staging / "checkpoint").write_bytes(_checkpoint(original, last_ms, index_ms, plan["process_offset"] or 0,
+                                                     report))
     _fsync_tree(staging)
     return counts
 
@@ -291,12 +294,21 @@ def _last_store_time(layout: StoreLayout) -> int:
     return 0
 
 
-def _checkpoint(original: dict | None, last_ms: int, process_offset: int, report: dict) -> bytes:
-    """The staged store's checkpoint: everything up to the last kept record is in the CommitLog, the
-    ConsumeQueues and the IndexFiles, so its three times are that record's. 5.x offsets are kept, bounded by
-    the new end of the log (the 5.5.x logics offset becomes that end: dispatch is complete); a 4.x
-    checkpoint keeps its 5.x bytes zero (they tell a 5.x store)."""
-    fields = {"physic_msg_timestamp": last_ms, "logics_msg_timestamp": last_ms, "index_msg_timestamp": last_ms}
+def _newest_index_end(index_dir: Path, names: list[str]) -> int:
+    """The end timestamp of the newest rebuilt IndexFile (0 without one)."""
+    if not names:
+        return 0
+    with open(index_dir / sorted(names)[-1], "rb") as f:
+        return int(indexfile.decode_header(f.read(indexfile.HEADER_SIZE))["end_timestamp"])
+
+
+def _checkpoint(original: dict | None, last_ms: int, index_ms: int, process_offset: int, report: dict) -> bytes:
+    """The staged store's checkpoint: everything up to the last kept record is in the CommitLog and the
+    ConsumeQueues, so their times are that record's; the index time is the newest IndexFile's end timestamp,
+    as the broker sets it when it flushes an IndexFile (the last records may have no keys). 5.x offsets are
+    kept, bounded by the new end of the log (the 5.5.x logics offset becomes that end: dispatch is complete);
+    a 4.x checkpoint keeps its 5.x bytes zero (they tell a 5.x store)."""
+    fields = {"physic_msg_timestamp": last_ms, "logics_msg_timestamp": last_ms, "index_msg_timestamp": index_ms}
     if original and report["rocketmq_version"] != "4.9.x":
         for name in ("master_flushed_offset", "confirm_phy_offset"):
             fields[name] = min(original[name], process_offset)

@@ -105,11 +105,14 @@ def test_the_repaired_copy_holds_what_rocketmq_keeps_and_the_store_is_only_read(
     for f in (repaired / "consumequeue").glob("*/*/*"):
         assert f.stat().st_size == file_size
 
-    # a clean shutdown's files: no abort, a checkpoint whose times are the last kept record's store time
+    # a clean shutdown's files: no abort, a checkpoint whose CommitLog and ConsumeQueue times are the last kept
+    # record's store time and whose index time is the last indexed one's (RocketMQ's index_keys of a record)
     assert not (repaired / "abort").exists()
-    last = max((m for m in g.messages if m["physical_offset"] < po), key=lambda m: m["physical_offset"])
+    kept = [m for m in g.messages if m["physical_offset"] < po]
+    last = max(kept, key=lambda m: m["physical_offset"])
+    indexed = max((m["store_timestamp"] for m in kept if m["index_keys"]), default=0)
     head = np.frombuffer((repaired / "checkpoint").read_bytes()[:24], dtype=">i8")
-    assert head.tolist() == [last["store_timestamp"]] * 3
+    assert head.tolist() == [last["store_timestamp"], last["store_timestamp"], indexed]
     if g.version.startswith("4."):
         assert not any((repaired / "checkpoint").read_bytes()[24:])
     # everything else the broker keeps (config/, 5.x directories, lock) comes along unchanged
