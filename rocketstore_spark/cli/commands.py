@@ -355,11 +355,14 @@ def recover_apply(plan_dir, output, in_place, backup, as_json):
     line(f"Repaired store published at {receipt['target']}"
          + (f"; the old store is kept at {receipt['backup']}" if receipt["mode"] == "in-place" else
             "; the store itself was not changed"))
-    line(f"  CommitLog ends at {receipt['process_offset']}; {staged['cut']} segment cut, {staged['copied']} "
+    end = "no CommitLog segment" if receipt["process_offset"] is None else \
+        f"CommitLog ends at {receipt['process_offset']}"
+    line(f"  {end}; {staged['cut']} segment cut, {staged['copied']} "
          f"files copied, {staged['linked']} linked; {staged['consumequeues']} ConsumeQueues and "
          f"{staged['index_files']} IndexFiles rebuilt")
-    line(f"  RocketMQ would start it normally from {receipt['recovery_after']['start_file']} and cut nothing "
-         f"more; {receipt['lost_messages']} messages the cut dropped are in {plan_dir}/lost-messages.parquet")
+    start = receipt["recovery_after"]["start_file"]
+    line(f"  RocketMQ would start it normally{f' from {start}' if start else ''} and cut nothing more; "
+         f"{receipt['lost_messages']} messages the cut dropped are in {plan_dir}/lost-messages.parquet")
 
 
 @recover.command("rollback")
