@@ -3,8 +3,13 @@
 Hosts render as ``ip:port`` the way Java prints an ``InetSocketAddress`` (IPv6 in brackets, every group
 printed, no ``::`` shortening); ``msg_id`` = hex(store address, store port, physical offset), RocketMQ's
 ``MessageDecoder.createMessageId``. Pure and compiled: ``host_columns`` renders all three in one pass per record,
-writing Arrow-layout buffers (int32 offsets + ASCII bytes) through unsigned indices (numba's negative-index
-handling on every byte would double the cost); runs wherever records are decoded.
+writing Arrow-layout buffers (int32 offsets + ASCII bytes); runs wherever records are decoded.
+
+Why it is shaped this way (it runs per record on every full-schema read): digits come from tables (an octet's
+decimal form and a byte's two hex digits, stored 8 or 2 bytes at a time), byte indices are unsigned (numba's
+negative-index handling on every byte would double the cost), and a host whose stored bytes equal the
+previous record's — the store host always, born hosts from the same producer — is copied from the previous
+rendering instead of rendered again. Output buffers carry ``SLACK`` spare bytes for the 8-byte stores.
 """
 from __future__ import annotations
 
@@ -12,19 +17,26 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec.commitlog import FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, be32
-from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, prefetch
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, load_le64, prefetch, store_le64
 
 MSG_ID_V4 = 32          # hex digits: 4-byte address, port, offset
 MSG_ID_V6 = 56          # 16-byte address, port, offset
 HOST_MAX = 48           # "[" + 8 groups of <= 4 hex digits + 7 ":" + "]:" + 10 port digits
+SLACK = 16              # spare bytes after a buffer's end: 8-byte stores may write past the last string
 WANT_BORN_HOST = 0
 WANT_STORE_HOST = 1
 WANT_MSG_ID = 2
 
+# octet v -> its decimal digits, little-endian in a uint64 (the rest zero), and their count
+_OCTET = np.array([int.from_bytes(str(v).encode(), "little") for v in range(256)], dtype=np.uint64)
+_OCTET_LEN = np.array([len(str(v)) for v in range(256)], dtype=np.uint64)
+# byte v -> its two hex digits as stored (first digit first), upper case (msg_id), lower case (IPv6 groups)
+_HEX_UPPER = np.array([int.from_bytes(f"{v:02X}".encode(), "little") for v in range(256)], dtype=np.uint64)
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _hex_digit(v, upper):
-    return np.uint8(v + (48 if v < 10 else (55 if upper else 87)))
+def _hex_digit(v):
+    return np.uint8(v + (48 if v < 10 else 87))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -54,7 +66,7 @@ def _write_host(out, o, buf, p, v6):
             for shift in (12, 8, 4, 0):
                 nib = (v >> shift) & 15
                 if nib != 0 or started or shift == 0:
-                    out[o] = _hex_digit(nib, False)
+                    out[o] = _hex_digit(nib)
                     o += one
                     started = True
             if g < 7:
@@ -66,11 +78,32 @@ def _write_host(out, o, buf, p, v6):
         port = be32(buf, p + 16)
     else:
         for i in range(4):
-            o = _write_uint(out, o, np.int64(byte_at(buf, p + i)))
-            out[o] = 46 if i < 3 else 58                # . or :
-            o += one
+            v = byte_at(buf, p + i)
+            # the octet's digits, then '.' (or ':' after the last) right behind them, in one store
+            sep = np.uint64(46 if i < 3 else 58)
+            store_le64(out, o, _OCTET[v] | (sep << (np.uint64(8) * _OCTET_LEN[v])))
+            o += _OCTET_LEN[v] + one
         port = be32(buf, p + 4)
     return _write_uint(out, o, port & 0xFFFFFFFF)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_short(out, o, start, length):
+    """out[o:o+length] = out[start:start+length] (length <= HOST_MAX; the two never overlap: start+length <= o),
+    8 bytes at a time."""
+    for k in range(0, length, 8):
+        store_le64(out, o + np.uint64(k), load_le64(out, start + np.uint64(k)))
+    return o + np.uint64(length)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_host(buf, p, q, v6):
+    """Do the hosts stored at buf[p:] and buf[q:] (address and port) hold the same bytes?"""
+    if load_le64(buf, p) != load_le64(buf, q):
+        return False
+    if v6:
+        return load_le64(buf, p + 8) == load_le64(buf, q + 8) and be32(buf, p + 16) == be32(buf, q + 16)
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -79,11 +112,11 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
     empty) as (born_offsets, born_data, store_offsets, store_data, id_offsets, id_data)."""
     w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
     born_offsets = np.zeros(n + 1 if w_born else 1, dtype=np.int32)
-    born = np.empty(n * HOST_MAX if w_born else 0, dtype=np.uint8)
+    born = np.empty(n * HOST_MAX + SLACK if w_born else 0, dtype=np.uint8)
     store_offsets = np.zeros(n + 1 if w_store else 1, dtype=np.int32)
-    store = np.empty(n * HOST_MAX if w_store else 0, dtype=np.uint8)
+    store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
     id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
-    ids = np.empty(n * MSG_ID_V6 if w_id else 0, dtype=np.uint8)
+    ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
     bo = so = io = np.uint64(0)
     one = np.uint64(1)
     for r in range(n):
@@ -91,22 +124,38 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
             prefetch(buf, (born_host_pos if w_born else store_host_pos)[r + PREFETCH_AHEAD])
         flags = sys_flag[r]
         if w_born:
-            bo = _write_host(born, bo, buf, born_host_pos[r], flags & FLAG_BORNHOST_V6)
+            v6 = (flags & FLAG_BORNHOST_V6) != 0
+            start = bo
+            if r > 0 and v6 == ((sys_flag[r - 1] & FLAG_BORNHOST_V6) != 0) and \
+                    _same_host(buf, born_host_pos[r], born_host_pos[r - 1], v6):
+                bo = _copy_short(born, bo, np.uint64(born_offsets[r - 1]), np.uint64(born_offsets[r]) - np.uint64(born_offsets[r - 1]))
+            else:
+                bo = _write_host(born, bo, buf, born_host_pos[r], v6)
             born_offsets[r + 1] = bo
+        same_store = False
+        if w_store or w_id:
+            v6 = (flags & FLAG_STOREHOST_V6) != 0
+            same_store = r > 0 and v6 == ((sys_flag[r - 1] & FLAG_STOREHOST_V6) != 0) and \
+                _same_host(buf, store_host_pos[r], store_host_pos[r - 1], v6)
         if w_store:
-            so = _write_host(store, so, buf, store_host_pos[r], flags & FLAG_STOREHOST_V6)
+            if same_store:
+                so = _copy_short(store, so, np.uint64(store_offsets[r - 1]),
+                                 np.uint64(store_offsets[r]) - np.uint64(store_offsets[r - 1]))
+            else:
+                so = _write_host(store, so, buf, store_host_pos[r], flags & FLAG_STOREHOST_V6)
             store_offsets[r + 1] = so
         if w_id:
-            p = store_host_pos[r]
-            for i in range(20 if flags & FLAG_STOREHOST_V6 else 8):     # address then port, as stored
-                b = byte_at(buf, p + i)
-                ids[io] = _hex_digit(b >> 4, True)
-                ids[io + one] = _hex_digit(b & 15, True)
-                io += np.uint64(2)
-            v = physical_offset[r]
-            for i in range(16):
-                ids[io + np.uint64(15 - i)] = _hex_digit(v & 15, True)
-                v >>= 4
+            head = np.uint64(40 if flags & FLAG_STOREHOST_V6 else 16)     # hex digits of address and port
+            if same_store:
+                _copy_short(ids, io, np.uint64(id_offsets[r - 1]), head)
+            else:
+                p = store_host_pos[r]
+                for i in range(head // np.uint64(2)):                       # address then port, as stored
+                    store_le64(ids, io + np.uint64(2 * i), _HEX_UPPER[byte_at(buf, p + i)])
+            io += head
+            v = np.uint64(physical_offset[r])
+            for i in range(8):              # the offset, big-endian; ascending, each store's spare bytes overwritten
+                store_le64(ids, io + np.uint64(2 * i), _HEX_UPPER[(v >> np.uint64(56 - 8 * i)) & np.uint64(0xFF)])
             io += np.uint64(16)
             id_offsets[r + 1] = io
     return born_offsets, born[:bo], store_offsets, store[:so], id_offsets, ids[:io]

@@ -5,6 +5,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import DEFAULT_BATCH_ROWS, FIXED_WIDTH_BATCH_ROWS, RecordDecoder
@@ -181,3 +183,43 @@ def test_property_strings_beyond_ascii_decode_as_utf8_and_bad_bytes_as_replaceme
     expected = bytes(bad[at:at + len("étiquette".encode())]).decode("utf-8", "replace")
     row = d.batch.to_pylist()[0]
     assert row["tags"] == expected == dict(row["properties"])["TAGS"] and "\ufffd" in expected
+
+
+def java_host(host: tuple[str, int]) -> str:
+    """InetSocketAddress.toString's address part as RocketMQ's decoder prints it: IPv6 bracketed, every group
+    in lower-case hex without leading zeros, no '::' shortening."""
+    import ipaddress
+    ip = ipaddress.ip_address(host[0])
+    if ip.version == 4:
+        return f"{ip}:{host[1]}"
+    packed = ip.packed
+    return "[" + ":".join(f"{int.from_bytes(packed[i:i + 2], 'big'):x}" for i in range(0, 16, 2)) + f"]:{host[1]}"
+
+
+_hosts = st.one_of(
+    st.tuples(st.ip_addresses(v=4).map(str), st.integers(0, 65535)),
+    st.tuples(st.ip_addresses(v=6).map(str), st.integers(0, 65535)),
+    st.sampled_from([("0.0.0.0", 0), ("255.255.255.255", 65535), ("10.0.0.1", 9), ("::", 1),
+                     ("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 65535)]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_hosts, _hosts, st.integers(1, 3)), min_size=1, max_size=12),
+       st.integers(0, 2**62))
+def test_hosts_and_msg_ids_render_as_java_prints_them_in_runs_of_repeated_hosts(runs, base):
+    """Hosts are copied from the previous record when their bytes repeat (decoder shortcut): every record,
+    repeated or not, IPv4 or IPv6, renders as Java does, and msg_id is hex(store address, port, offset)."""
+    import ipaddress
+    messages = [Message(topic="T", body=b"x", born_host=born, store_host=stored)
+                for born, stored, repeat in runs for _ in range(repeat)]
+    data, positions = bytearray(), []
+    for m in messages:
+        positions.append(len(data))
+        data += encode_record(m, base + len(data))
+    batch = RecordDecoder(["born_host", "store_host", "msg_id"]).decode(
+        window(bytes(data)), 0, len(data), base, 0, len(data)).batch.to_pydict()
+    assert batch["born_host"] == [java_host(m.born_host) for m in messages]
+    assert batch["store_host"] == [java_host(m.store_host) for m in messages]
+    assert batch["msg_id"] == [(ipaddress.ip_address(m.store_host[0]).packed
+                                + struct.pack(">iq", m.store_host[1], base + p)).hex().upper()
+                               for m, p in zip(messages, positions)]
