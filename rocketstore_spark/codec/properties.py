@@ -209,6 +209,10 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
         m = 0
         end_all = props_pos[r] + props_len[r]
         index = props_pos[r]
+        # map entries are written as pairs are found (their bytes are in cache); a duplicate name makes the
+        # record's entries be rewritten from the resolved spans afterwards (rare)
+        duplicate = False
+        pairs_at, ko_at, vo_at = pairs, ko, vo
         while index < end_all:
             end, seen = _separator(buf, index, end_all, True, seen)
             kv = -1
@@ -233,6 +237,14 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                 vl[slot] = end - kv - 1
                 if slot == m:
                     m += 1
+                    if w_map and not duplicate:
+                        ko = _put(key_data, ko, buf, index, kv - index)
+                        vo = _put(value_data, vo, buf, kv + 1, end - kv - 1)
+                        pairs += 1
+                        key_offsets[pairs] = ko
+                        value_offsets[pairs] = vo
+                else:
+                    duplicate = True
             index = end + 1
         tags = keys = uniq = delay = timer = -1
         for j in range(m):
@@ -247,12 +259,14 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             elif span_equals(buf, kp[j], kl[j], KEY_TIMER_OUT):
                 timer = j
         if w_map:
-            for j in range(m):
-                ko = _put(key_data, ko, buf, kp[j], kl[j])
-                vo = _put(value_data, vo, buf, vp[j], vl[j])
-                pairs += 1
-                key_offsets[pairs] = ko
-                value_offsets[pairs] = vo
+            if duplicate:
+                pairs, ko, vo = pairs_at, ko_at, vo_at
+                for j in range(m):
+                    ko = _put(key_data, ko, buf, kp[j], kl[j])
+                    vo = _put(value_data, vo, buf, vp[j], vl[j])
+                    pairs += 1
+                    key_offsets[pairs] = ko
+                    value_offsets[pairs] = vo
             pair_offsets[r + 1] = pairs
         if w_tags:
             if tags >= 0:
