@@ -50,7 +50,8 @@ _ARROW_TYPES = {np.dtype(np.int32): pa.int32(), np.dtype(np.int64): pa.int64()}
 def fixed_array(values: np.ndarray, arrow_type: pa.DataType | None = None) -> pa.Array:
     """A numpy int32/int64 array as an Arrow array without a copy (``pa.array`` converts through pandas
     machinery: several times slower per batch). ``arrow_type`` reinterprets the values (e.g. timestamps)."""
-    values = np.ascontiguousarray(values)
+    if not values.flags.c_contiguous:
+        values = np.ascontiguousarray(values)
     return pa.Array.from_buffers(arrow_type or _ARROW_TYPES[values.dtype], len(values),
                                  [None, pa.py_buffer(values)])
 

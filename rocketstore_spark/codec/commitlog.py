@@ -453,11 +453,10 @@ class HeaderColumns:
     def _set_arrays(self, arrays: tuple) -> None:
         self.arrays = arrays
         self._by_name = {name: arr for name, arr, wanted in zip(HEADER_FIELDS, arrays, self.want) if wanted}
+        self.__dict__.update(self._by_name)         # plain attributes: __getattr__ only sees missing fields
 
     def __getattr__(self, name: str) -> np.ndarray:
         by_name = self.__dict__.get("_by_name", {})
-        if name in by_name:
-            return by_name[name]
         raise AttributeError(f"header field {name!r} was not decoded (decoded: {sorted(by_name)})")
 
     def take(self, mask: np.ndarray) -> "HeaderColumns":

@@ -124,6 +124,10 @@ class RecordDecoder:
         self.stream = 0 if fixed else STREAM_AHEAD
         self._lane_rows = self.batch_rows // max(self.lanes, 1)
         self._lane_counts = np.zeros(max(self.lanes, 1), dtype=np.int64)
+        # per-batch constants, computed once (a batch's Python overhead is paid ~50 times per 256 MiB)
+        self._wanted = frozenset(self.columns)
+        self._want_hosts = np.array([c in self._wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
+        self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
 
     # ---------------------------------------------------------------------------------------- walking
 
@@ -178,7 +182,7 @@ class RecordDecoder:
         return pa.RecordBatch.from_arrays([cols[name] for name in self.columns], schema=self.schema)
 
     def _columns(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts) -> dict[str, pa.Array]:
-        wanted = set(self.columns)
+        wanted = self._wanted
         n = h.n
         out: dict[str, pa.Array] = {}
         physical = base_offset + positions
@@ -204,24 +208,17 @@ class RecordDecoder:
             kind = (h.sys_flag & TRANSACTION_MASK) >> 2
             out["transaction_type"] = utf8_array(n, *gather(_TRANSACTION_BYTES, _TRANSACTION_POS[kind],
                                                             _TRANSACTION_LENS[kind], n), checked=True)
-        if ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
-            offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
-            out["body"] = offsets_array(pa.binary(), n, offsets, data)
-        elif "body" in wanted or "body_uncompressed" in wanted:
-            out["body"] = binary_array(buf, h.body_pos, h.body_len, n)
-        if "body_uncompressed" in wanted:
-            out["body_uncompressed"] = compression.uncompressed_bodies(out["body"], h.sys_flag)
+        # properties first, then topic, the CRC property, hosts and bodies: each pass reads lines the walk
+        # just loaded, and the short ones run before the body copy pushes them out of cache
+        if wanted & _PROPERTY_COLUMNS:
+            out.update(self._property_columns(buf, h, wanted))
         if "topic" in wanted:
             out["topic"] = string_array(buf, h.topic_pos, h.topic_len, n)
-        if "body_crc_ok" in wanted:
-            if crc_verdicts is None:
-                crc_verdicts = crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n)
-            out["body_crc_ok"] = bool_array(crc_verdicts)
         if "properties_crc_ok" in wanted:
             ok, present = prop_crc_ok(buf, positions - buf_file_pos, h.total_size, h.props_len, n)
             out["properties_crc_ok"] = bool_array(ok, present)
         if wanted & _HOST_COLUMNS:
-            want = np.array([c in wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
+            want = self._want_hosts
             born_offsets, born, store_offsets, store, id_offsets, ids = hosts.host_columns(
                 buf, h.born_host_pos if want[hosts.WANT_BORN_HOST] else _NONE,
                 h.store_host_pos if want[hosts.WANT_STORE_HOST] or want[hosts.WANT_MSG_ID] else _NONE,
@@ -230,13 +227,22 @@ class RecordDecoder:
                                         ("msg_id", id_offsets, ids)):
                 if name in wanted:
                     out[name] = offsets_array(pa.string(), n, offsets, data)
-        if wanted & _PROPERTY_COLUMNS:
-            out.update(self._property_columns(buf, h, wanted))
+        if ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
+            offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
+            out["body"] = offsets_array(pa.binary(), n, offsets, data)
+        elif "body" in wanted or "body_uncompressed" in wanted:
+            out["body"] = binary_array(buf, h.body_pos, h.body_len, n)
+        if "body_uncompressed" in wanted:
+            out["body_uncompressed"] = compression.uncompressed_bodies(out["body"], h.sys_flag)
+        if "body_crc_ok" in wanted:
+            if crc_verdicts is None:
+                crc_verdicts = crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n)
+            out["body_crc_ok"] = bool_array(crc_verdicts)
         return out
 
     def _property_columns(self, buf, h: HeaderColumns, wanted: set[str]) -> dict[str, pa.Array]:
         n = h.n
-        want = np.array([c in wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
+        want = self._want_properties
         topic_pos, topic_len, store_timestamp = (h.topic_pos, h.topic_len, h.store_timestamp) \
             if want[properties.WANT_TAGS_CODE] or want[properties.WANT_DELIVER_TIME] else (_NONE, _NONE, _NONE)
         (pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets, tags_data, tags_valid,

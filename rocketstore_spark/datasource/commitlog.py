@@ -162,12 +162,17 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
                            followed=segment_range.followed, on_finding=_report)
+    store = pa.scalar(segment_range.store, pa.string())
+    index = {name: k for k, name in enumerate(decoder.columns)}
     for decoded in reader:
-        cols = dict(zip(decoder.columns, decoded.batch.columns))
-        if "store" in wanted:
-            cols["store"] = pa.repeat(pa.scalar(segment_range.store, pa.string()), decoded.n)
-        batch = pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=arrow_schema)
+        decoded_batch = decoded.batch
+        store_column = pa.repeat(store, decoded.n) if "store" in wanted else None
+        batch = pa.RecordBatch.from_arrays([store_column if name == "store" else decoded_batch.column(index[name])
+                                            for name in schema.names], schema=arrow_schema)
         if filters:
+            cols = {name: decoded_batch.column(k) for name, k in index.items()}
+            if store_column is not None:
+                cols["store"] = store_column
             batch = batch.filter(row_mask(filters, cols))
         if batch.num_rows:
             yield batch
