@@ -131,6 +131,24 @@ def _separator(buf, i, end, or_name, seen):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _space(buf, i, end):
+    """First index in [i, end) holding a space (KEYS' separator), else ``end``; eight bytes at a time as
+    ``_separator``."""
+    while i + 8 <= end:
+        x = load_le64(buf, i) ^ (_ONES * np.uint64(0x20))
+        hits = (x - _ONES) & ~x & _HIGH_BITS
+        if hits:
+            lowest = hits & (~hits + np.uint64(1))
+            return i + np.int64(((lowest >> np.uint64(7)) * _BYTE_INDEX) >> np.uint64(56))
+        i += 8
+    while i < end:
+        if byte_at(buf, i) == 0x20:
+            return i
+        i += 1
+    return end
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _put(dst, o, src, pos, length):
     """Copy src[pos:pos+length] to dst[o:] (contiguous uint8); returns the new end. Short strings go 8 bytes
     at a time (a memcpy call per property costs more than the copy): up to 7 bytes past the end may be
@@ -213,6 +231,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
         # record's entries be rewritten from the resolved spans afterwards (rare)
         duplicate = False
         pairs_at, ko_at, vo_at = pairs, ko, vo
+        tags = keys = uniq = delay = timer = -1        # the slots of the names RocketMQ derives values from
         while index < end_all:
             end, seen = _separator(buf, index, end_all, True, seen)
             kv = -1
@@ -236,6 +255,17 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                 vp[slot] = kv + 1
                 vl[slot] = end - kv - 1
                 if slot == m:
+                    # a new name: which one it is, found while its bytes are in cache (a duplicate keeps the slot)
+                    if span_equals(buf, index, kv - index, KEY_TAGS):
+                        tags = m
+                    elif span_equals(buf, index, kv - index, KEY_KEYS):
+                        keys = m
+                    elif span_equals(buf, index, kv - index, KEY_UNIQ):
+                        uniq = m
+                    elif span_equals(buf, index, kv - index, KEY_DELAY):
+                        delay = m
+                    elif span_equals(buf, index, kv - index, KEY_TIMER_OUT):
+                        timer = m
                     m += 1
                     if w_map and not duplicate:
                         ko = _put(key_data, ko, buf, index, kv - index)
@@ -246,18 +276,6 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                 else:
                     duplicate = True
             index = end + 1
-        tags = keys = uniq = delay = timer = -1
-        for j in range(m):
-            if span_equals(buf, kp[j], kl[j], KEY_TAGS):
-                tags = j
-            elif span_equals(buf, kp[j], kl[j], KEY_KEYS):
-                keys = j
-            elif span_equals(buf, kp[j], kl[j], KEY_UNIQ):
-                uniq = j
-            elif span_equals(buf, kp[j], kl[j], KEY_DELAY):
-                delay = j
-            elif span_equals(buf, kp[j], kl[j], KEY_TIMER_OUT):
-                timer = j
         if w_map:
             if duplicate:
                 pairs, ko, vo = pairs_at, ko_at, vo_at
@@ -282,15 +300,13 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             if keys >= 0:
                 s = vp[keys]
                 e = s + vl[keys]
-                i = s
-                while i <= e:
-                    if i == e or byte_at(buf, i) == 0x20:        # space
-                        if i > s:
-                            kdo = _put(keys_data, kdo, buf, s, i - s)
-                            pieces += 1
-                            keys_offsets[pieces] = kdo
-                        s = i + 1
-                    i += 1
+                while s <= e:
+                    i = _space(buf, s, e)
+                    if i > s:
+                        kdo = _put(keys_data, kdo, buf, s, i - s)
+                        pieces += 1
+                        keys_offsets[pieces] = kdo
+                    s = i + 1
             keys_list_offsets[r + 1] = pieces
         if w_code or w_deliver:
             due, when = False, np.int64(0)
