@@ -111,9 +111,9 @@ def index_keys(records: pa.Table, release: Release) -> pa.Table:
     keys_data, keys_offsets, _ = _strings(pc.list_flatten(keys))
     ascii = all(not len(d) or d.max() < 0x80 for d in (uniq_data, tags_data, keys_data))
     local, _, topic_hashes = kernel.local_topics(topic_data, topic_offsets[:-1], np.diff(topic_offsets))
-    rows, kinds, hashes = kernel.index_keys(kernel.INDEXED[kind], topic_hashes[local], uniq_data, uniq_offsets, uniq_valid, keys_data,
-                                            keys_offsets, keys_list_offsets, tags_data, tags_offsets, tags_valid,
-                                            release.index_tags, ascii)
+    rows, kinds, hashes = kernel.index_keys(kernel.INDEXED[kind], topic_hashes[local], uniq_data, uniq_offsets,
+                                            uniq_valid, keys_data, keys_offsets, keys_list_offsets, tags_data,
+                                            tags_offsets, tags_valid, release.index_tags, ascii)
     physical = records["physical_offset"].to_numpy()[rows]
     stamp = pc.cast(records["store_timestamp"], pa.int64()).to_numpy()[rows] // 1000       # us -> ms
     return pa.table({"key_hash": pa.array(hashes), "physical_offset": pa.array(physical, pa.int64()),

@@ -92,9 +92,9 @@ def index_keys(indexed, topic_hash, uniq_data, uniq_offsets, uniq_valid, keys_da
     """Every IndexFile key of n records in put order (records in the given order; per record UNIQ_KEY, the
     KEYS pieces, then with ``index_tags`` the TAGS key): (record row, kind (KIND_*), index hash) arrays.
 
-    ``indexed``: which records put keys; ``topic_hash``: each record's topic's hashCode (``topic_hashes``).
-    UNIQ_KEY and TAGS are Arrow-layout strings (offsets + data, null where not valid); KEYS a list of strings (list offsets
-    into ``keys_offsets``). ``ascii``: every suffix byte is below 0x80 (units = bytes, no decoding)."""
+    ``indexed``: which records put keys; ``topic_hash``: each record's topic's hashCode (``local_topics``).
+    UNIQ_KEY and TAGS are Arrow-layout strings (offsets + data, null where not valid); KEYS a list of strings
+    (list offsets into ``keys_offsets``). ``ascii``: every suffix byte is below 0x80 (units = bytes, no decoding)."""
     n = indexed.shape[0]
     cap = 0
     for r in range(n):
@@ -219,8 +219,9 @@ class DispatchDecoder(RecordDecoder):
     of ``DISPATCH_FIELDS``, one ``properties.property_columns`` pass (TAGS, KEYS, UNIQ_KEY, tagsCode with
     SCHEDULE_TOPIC_XXXX delivery times) and the compiled rules. ``index``: also compute IndexFile keys
     (``index_tags``: 5.4.0 and later). Topics are numbered in order of first appearance across every window
-    this decoder sees (``topics``: their names, malformed UTF-8 replaced as the Arrow decoder does), so a
-    queue keeps its number from window to window. Runs where the CommitLog is read (driver or executor)."""
+    this decoder sees (``topics``: their names, malformed UTF-8 replaced as the Arrow decoder does;
+    ``topic_hashes``: their Java hashCodes), so a queue keeps its number from window to window. Runs where the
+    CommitLog is read (driver or executor)."""
 
     def __init__(self, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS, *, index: bool = True,
                  index_tags: bool = True, batch_rows: int = 1 << 14):
@@ -228,6 +229,7 @@ class DispatchDecoder(RecordDecoder):
                          lanes=1, extra_fields=DISPATCH_FIELDS, fixed_width=False)
         self.index, self.index_tags = index, index_tags
         self.topics: list[str] = []
+        self.topic_hashes: list[int] = []          # each topic's Java hashCode
         self._topic_numbers: dict[str, int] = {}
 
     def batch(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts=None) -> DispatchWindow:
@@ -238,8 +240,8 @@ class DispatchDecoder(RecordDecoder):
         kind = (h.sys_flag & TRANSACTION_MASK) >> 2
         physical = base_offset + positions
         local, firsts, topic_hashes = local_topics(buf, h.topic_pos, h.topic_len)
-        numbers = np.array([self._topic_number(buf, h.topic_pos[f], h.topic_len[f]) for f in firsts.tolist()],
-                           dtype=np.int32)
+        numbers = np.array([self._topic_number(buf, h.topic_pos[f], h.topic_len[f], topic_hashes[k])
+                            for k, f in enumerate(firsts.tolist())], dtype=np.int32)
         window = DispatchWindow(physical_offset=physical, size=h.total_size, queue_id=h.queue_id,
                                 queue_offset=h.queue_offset, tags_code=tags_code, topic=numbers[local],
                                 queued=QUEUED[kind])
@@ -252,12 +254,13 @@ class DispatchDecoder(RecordDecoder):
             window.key_order = key_order(rows)
         return window
 
-    def _topic_number(self, buf, pos: int, length: int) -> int:
+    def _topic_number(self, buf, pos: int, length: int, java_hash: int) -> int:
         name = bytes(buf[pos:pos + length]).decode("utf-8", "replace")
         number = self._topic_numbers.get(name)
         if number is None:
             number = self._topic_numbers[name] = len(self.topics)
             self.topics.append(name)
+            self.topic_hashes.append(int(java_hash))
         return number
 
 

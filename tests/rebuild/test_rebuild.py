@@ -145,11 +145,12 @@ def test_a_failed_rebuild_leaves_no_tree_and_an_unknown_release_is_said(tmp_path
     from rocketstore_spark.rebuild.output import IndexWriter
     store = CLEAN[1].store
 
-    def failing(self, keys):                  # the ConsumeQueue files of the batch are being written by now
-        assert any((tmp_path / "out" / "consumequeue").rglob(".*.tmp"))
+    def failing(self):                        # the ConsumeQueue files are complete by now, IndexFiles begun
+        assert any((tmp_path / "out" / "consumequeue").rglob("0*"))
+        assert any((tmp_path / "out" / "index").rglob(".*.tmp"))
         raise OSError("disk full")
 
-    monkeypatch.setattr(IndexWriter, "add", failing)
+    monkeypatch.setattr(IndexWriter, "close", failing)
     with pytest.raises(OSError, match="disk full"):
         rebuild_store(str(store), tmp_path / "out")
     assert os.listdir(tmp_path / "out") == []
