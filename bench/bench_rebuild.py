@@ -8,8 +8,8 @@ Builds the store with our encoder (the read benchmark's store: bench_read.build_
 then times, with RocketMQ's default broker settings (300,000-entry ConsumeQueue files, 5,000,000 x 20,000,000
 IndexFiles):
 
-1. ours on Spark, ``local[2]``: ``spark_rebuild.rebuild`` (ConsumeQueues one task per queue, IndexFiles one
-   task per file), planning and the diff included;
+1. ours on Spark, ``local[2]``: ``spark_rebuild.rebuild`` (one scan task per core into spill files, then
+   one task per queue group and per IndexFile), planning and the diff included;
 2. ours in one process: ``rebuild.output.rebuild_store``;
 3. with ``--rocketmq VERSION``: RocketMQ's own store opening a copy of the store without ``consumequeue/``
    and ``index/`` and dispatching until it has caught up (the golden generator's ``rebuild`` command,

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
@@ -42,7 +40,6 @@ from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
-from rocketstore_spark.store.segment_reader import SegmentReader
 
 
 def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
@@ -98,13 +95,6 @@ class ConsumeQueueWriter:
         self._unsafe: set[str] = set()
         self._pending: dict[int, tuple[int, list[np.ndarray]]] = {}   # row -> (queue byte offset, entries)
         self._pending_bytes = 0
-
-    def add(self, entries: pa.Table) -> None:
-        """Entries of ``dispatch.queue_entries`` (any queues, dispatch order)."""
-        topics = pc.dictionary_encode(entries["topic"]).combine_chunks()
-        self.add_entries(topics.dictionary.to_pylist(), topics.indices.to_numpy(zero_copy_only=False),
-                         *(entries[c].to_numpy() for c in ("queue_id", "queue_offset", "physical_offset", "size",
-                                                          "tags_code")))
 
     def add_window(self, window: DispatchWindow, topics: list[str]) -> None:
         """The entries of a ``DispatchWindow`` (topics named by ``topics``, the decoder's)."""
@@ -272,46 +262,6 @@ def index_name(first_ms: int, previous_ms: int | None) -> tuple[str, int]:
     file's (names must increase: the broker loads IndexFiles in name order)."""
     ms = first_ms if previous_ms is None else max(first_ms, previous_ms + 1)
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3], ms
-
-
-def write_index_file(layout: StoreLayout, root: Path, name: str, geometry: Geometry, release: dispatch.Release,
-                     message_delay_level: str, start_physical: int, skip: int, count: int,
-                     preset: tuple[int, int] | None, findings: list[Finding]) -> int:
-    """One IndexFile built alone (a Spark task of the parallel rebuild): the ``count`` keys that follow the
-    first ``skip`` keys of the record at ``start_physical``, put into a file whose header is pre-set from the
-    previous file's last key (``preset``: (physical offset, store time); None for the store's first file).
-    Reads the CommitLog from that record on, only as far as needed. Returns the keys put."""
-    segments = [s for s in layout.segments if s.base_offset + s.size > start_physical]
-    decoder = dispatch_decoder(message_delay_level)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = temporary(root / name)
-    with open(tmp, "wb") as f:
-        f.truncate(geometry.file_size)
-    buf = np.memmap(tmp, dtype=np.uint8, mode="r+")
-    if preset is not None:
-        ix.preset(buf, *preset)
-    put = 0
-    for seg in segments:
-        start = max(0, start_physical - seg.base_offset)
-        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=True)
-        for decoded in reader:
-            keys = dispatch.index_keys(pa.Table.from_batches([decoded.batch]), release)
-            if skip:                      # the start record's keys that belong to the previous file
-                drop = min(skip, keys.num_rows)
-                keys, skip = keys.slice(drop), skip - drop
-            keys = keys.slice(0, count - put)
-            if keys.num_rows:
-                put += ix.put_keys(buf, geometry, keys["key_hash"].to_numpy(), keys["physical_offset"].to_numpy(),
-                                   keys["store_timestamp"].to_numpy())
-            if put >= count:
-                break
-        findings.extend(reader.result.findings)
-        if put >= count:
-            break
-    buf.flush()
-    del buf
-    publish(tmp, root / name)
-    return put
 
 
 @dataclass
