@@ -26,6 +26,7 @@ from rocketstore_spark.codec import properties
 from rocketstore_spark.codec.commitlog import TRANSACTION_MASK, TRANSACTION_TYPES
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.javahash import _code_point, index_hash_from_java, java_hash_span
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, prefetch
 
 QUEUED_TYPES = ("NOT_TYPE", "COMMIT")           # PREPARED and ROLLBACK records get no ConsumeQueue entry
 UNINDEXED_TYPES = ("ROLLBACK",)                 # buildIndex returns early for ROLLBACK only
@@ -151,6 +152,8 @@ def local_topics(data, topic_pos, topic_len):
     distinct = 0
     last_pos, last_len, last_id = np.int64(-1), np.int64(-1), np.int32(-1)
     for r in range(n):
+        if r + PREFETCH_AHEAD < n:         # topics lie a record apart: overlap the next ones' misses with this one
+            prefetch(data, topic_pos[r + PREFETCH_AHEAD])
         p, m = topic_pos[r], topic_len[r]
         if last_id >= 0 and m == last_len and _same(data, p, last_pos, m):          # runs of one topic
             ids[r] = last_id
