@@ -79,6 +79,9 @@ class QueueResult:
     files: list[str] = field(default_factory=list)
 
 
+HELD_BYTES = 64 << 20                # ConsumeQueue entries held back before they are written
+
+
 class ConsumeQueueWriter:
     """Writes ConsumeQueue files under ``root`` (= DIR/consumequeue) from entries in dispatch order (driver or
     executor). Every queue's dispatch state is a row of one table (``consumequeue.place_many``), so a batch of
@@ -86,8 +89,9 @@ class ConsumeQueueWriter:
     one run per queue) and written when ``buffer_bytes`` of them are pending and at ``close``, so each queue
     file is opened a few times per run instead of once per batch."""
 
-    def __init__(self, root: Path, file_size: int, findings: list[Finding], buffer_bytes: int = 64 << 20):
-        self.root, self.file_size, self.findings, self.buffer_bytes = root, file_size, findings, buffer_bytes
+    def __init__(self, root: Path, file_size: int, findings: list[Finding], buffer_bytes: int | None = None):
+        self.root, self.file_size, self.findings = root, file_size, findings
+        self.buffer_bytes = HELD_BYTES if buffer_bytes is None else buffer_bytes
         self.queues: dict[tuple[str, int], QueueResult] = {}
         self._rows: dict[tuple[str, int], int] = {}        # queue -> row of _states (-1: topic unsafe)
         self._results: list[QueueResult] = []
@@ -159,22 +163,30 @@ class ConsumeQueueWriter:
         return row
 
     def _hold(self, row: int, queue_byte_offset: int, entries: np.ndarray) -> None:
-        """Entries to be written at ``queue_byte_offset`` on: appended to the queue's pending run (a queue's
-        entries are placed contiguously, so a pending run only grows at its end)."""
+        """Entries to be written at ``queue_byte_offset`` on, appended to the queue's pending run (a queue's
+        entries are placed contiguously, so a run only grows at its end; one that would not is written first)."""
         if not len(entries):
             return
         start, held = self._pending.get(row, (queue_byte_offset, []))
+        pending = sum(h.nbytes for h in held)
+        if start + pending != queue_byte_offset:
+            self._write_run(row, start, held)
+            start, held = queue_byte_offset, []
+            self._pending_bytes -= pending
         held.append(entries)
         self._pending[row] = (start, held)
         self._pending_bytes += entries.nbytes
 
     def _flush(self) -> None:
         for row, (start, held) in self._pending.items():
-            result = self._results[row]
-            # joined as bytes: np.concatenate would turn the big-endian fields into native ones
-            self._write(result, self.root / result.topic / str(result.queue_id), start,
-                        b"".join(h.tobytes() for h in held))
+            self._write_run(row, start, held)
         self._pending, self._pending_bytes = {}, 0
+
+    def _write_run(self, row: int, start: int, held: list[np.ndarray]) -> None:
+        result = self._results[row]
+        # joined as bytes: np.concatenate would turn the big-endian fields into native ones
+        data = b"".join(h.tobytes() for h in held)
+        self._write(result, self.root / result.topic / str(result.queue_id), start, data)
 
     def _write(self, result: QueueResult, directory: Path, queue_byte_offset: int, data: bytes) -> None:
         """Entries (their bytes) at consecutive positions from ``queue_byte_offset``, across file boundaries."""

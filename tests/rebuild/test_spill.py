@@ -23,8 +23,8 @@ def test_spilled_tasks_write_rocketmqs_files(g, split_size, groups, tmp_path):
                                  split_size, 1)
     topics, task_keys = [], []
     for task, p in enumerate(partitions):
-        names, keys, findings = spill.scan_range([(r.path, r.base_offset, r.start, r.end, r.followed) for r in p.ranges],
-                                                 work, task, groups, settings.message_delay_level, True,
+        ranges = [(r.path, r.base_offset, r.start, r.end, r.followed) for r in p.ranges]
+        names, keys, findings = spill.scan_range(ranges, work, task, groups, settings.message_delay_level, True,
                                                  settings.release.index_tags)
         assert not findings
         topics.append(names)
