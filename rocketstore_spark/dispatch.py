@@ -1,11 +1,13 @@
-"""RocketMQ's dispatch rules: which CommitLog records get a ConsumeQueue entry and which IndexFile keys, as
-the broker's dispatchers derive them (``CommitLogDispatcherBuildConsumeQueue``, ``IndexService.buildIndex``;
-docs/format/consumequeue.md "What gets an entry", docs/format/indexfile.md "Which keys are indexed").
+"""RocketMQ's dispatch rules over Arrow tables: which CommitLog records get a ConsumeQueue entry and which
+IndexFile keys, as the broker's dispatchers derive them (``CommitLogDispatcherBuildConsumeQueue``,
+``IndexService.buildIndex``; docs/format/consumequeue.md "What gets an entry", docs/format/indexfile.md "Which
+keys are indexed").
 
-The one implementation of these rules: the rebuild writes what they select, verify compares the store's
-files with it. Input is a table of decoded records (the columns of ``DISPATCH_COLUMNS``, any order of rows);
-output is Arrow/numpy in dispatch order (ascending physical offset). Vectorised (pyarrow compute, numba for
-the key hashes); runs wherever called (driver, executor, CLI).
+The rules themselves are compiled once in ``codec.dispatch_kernel`` (the rebuild runs them on CommitLog windows
+through its ``DispatchDecoder``); this module applies the same kernel to a table of decoded records (the
+columns of ``DISPATCH_COLUMNS``, any order of rows) for verify, settings detection and tests. Output is
+Arrow/numpy in dispatch order (ascending physical offset). Vectorised; runs wherever called (driver,
+executor, CLI).
 
 Release families differ in the keys (``Release.index_tags``): from 5.4.0 on, ``IndexService.buildIndex`` also
 puts ``topic#T#TAGS`` (the whole TAGS value, a multi-tag ``a||b`` as one key; not for an empty TAGS).
@@ -22,14 +24,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketstore_spark.codec import dispatch_kernel as kernel
+from rocketstore_spark.codec.commitlog import TRANSACTION_TYPES
 from rocketstore_spark.codec.javahash import index_hash_from_java, java_hash_span
 
 DISPATCH_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
                     "tags_code", "store_timestamp", "uniq_key", "keys", "tags")
-QUEUED_TYPES = ("NOT_TYPE", "COMMIT")           # PREPARED and ROLLBACK records get no ConsumeQueue entry
-UNINDEXED_TYPES = ("ROLLBACK",)                 # buildIndex returns early for ROLLBACK only
-KEY_SEPARATOR = "#"
-TAGS_KEY_SEPARATOR = "#T#"
+QUEUED_TYPES = kernel.QUEUED_TYPES
+UNINDEXED_TYPES = kernel.UNINDEXED_TYPES
+KEY_SEPARATOR = kernel.KEY_SEPARATOR
+TAGS_KEY_SEPARATOR = kernel.TAGS_KEY_SEPARATOR
+KIND_UNIQ_KEY, KIND_KEY, KIND_TAGS = kernel.KIND_UNIQ_KEY, kernel.KIND_KEY, kernel.KIND_TAGS
 
 
 @dataclass(frozen=True)
@@ -83,8 +88,7 @@ def sort_for_dispatch(records: pa.Table) -> pa.Table:
 def queue_entries(records: pa.Table) -> pa.Table:
     """The records that get a ConsumeQueue entry, in dispatch order: topic, queue_id, queue_offset,
     physical_offset, size, and tags_code where ``records`` has it (placing entries needs no tagsCode)."""
-    queued = records.filter(pc.is_in(records["transaction_type"], pa.array(QUEUED_TYPES)))
-    queued = sort_for_dispatch(queued)
+    queued = sort_for_dispatch(records.filter(kernel.QUEUED[_type_index(records["transaction_type"])]))
     columns = {"topic": queued["topic"], "queue_id": queued["queue_id"], "queue_offset": queued["queue_offset"],
                "physical_offset": queued["physical_offset"], "size": queued["total_size"]}
     if "tags_code" in queued.column_names:
@@ -94,44 +98,42 @@ def queue_entries(records: pa.Table) -> pa.Table:
 
 def index_keys(records: pa.Table, release: Release) -> pa.Table:
     """Every IndexFile key in put order (dispatch order; per record UNIQ_KEY, then the KEYS pieces, then from
-    5.4.0 the TAGS key): key, key_hash (the non-negative index hash), physical_offset, store_timestamp (ms)."""
-    indexed = sort_for_dispatch(records.filter(pc.invert(pc.is_in(records["transaction_type"],
-                                                                   pa.array(UNINDEXED_TYPES)))))
-    n = indexed.num_rows
-    topic = indexed["topic"].combine_chunks()
-    rank = np.arange(n, dtype=np.int64)
-    parts = []          # (record row, order within the record, key)
+    5.4.0 the TAGS key): key_hash (the non-negative index hash), physical_offset, store_timestamp (ms), kind
+    (``KIND_*``: what the key is made of). Hashed by ``codec.dispatch_kernel.index_keys``; no key string is
+    built."""
+    records = sort_for_dispatch(records)
+    kind = _type_index(records["transaction_type"])
+    topic_data, topic_offsets, _ = _strings(records["topic"])
+    uniq_data, uniq_offsets, uniq_valid = _strings(records["uniq_key"])
+    tags_data, tags_offsets, tags_valid = _strings(records["tags"])
+    keys = records["keys"].combine_chunks() if records.num_rows else pa.array([], pa.list_(pa.string()))
+    keys_list_offsets = np.r_[0, np.cumsum(pc.list_value_length(keys).fill_null(0).to_numpy())].astype(np.int64)
+    keys_data, keys_offsets, _ = _strings(pc.list_flatten(keys))
+    ascii = all(not len(d) or d.max() < 0x80 for d in (uniq_data, tags_data, keys_data))
+    local, _, topic_hashes = kernel.local_topics(topic_data, topic_offsets[:-1], np.diff(topic_offsets))
+    rows, kinds, hashes = kernel.index_keys(kernel.INDEXED[kind], topic_hashes[local], uniq_data, uniq_offsets,
+                                            uniq_valid, keys_data, keys_offsets, keys_list_offsets, tags_data,
+                                            tags_offsets, tags_valid, release.index_tags, ascii)
+    physical = records["physical_offset"].to_numpy()[rows]
+    stamp = pc.cast(records["store_timestamp"], pa.int64()).to_numpy()[rows] // 1000       # us -> ms
+    return pa.table({"key_hash": pa.array(hashes), "physical_offset": pa.array(physical, pa.int64()),
+                     "store_timestamp": pa.array(stamp, pa.int64()), "kind": pa.array(kinds)})
 
-    def add(rows: np.ndarray, order, values: pa.Array, prefix: pa.Array, separator: str):
-        if len(rows):
-            keys = pc.binary_join_element_wise(prefix, values, pa.scalar(separator))     # the last is the separator
-            parts.append((rows, np.broadcast_to(np.asarray(order, dtype=np.int64), rows.shape), keys))
 
-    uniq = indexed["uniq_key"].combine_chunks()
-    rows = np.flatnonzero(pc.is_valid(uniq).to_numpy(zero_copy_only=False))
-    add(rows, 0, uniq.take(rows), topic.take(rows), KEY_SEPARATOR)
-    keys = indexed["keys"].combine_chunks()
-    lengths = pc.list_value_length(keys).fill_null(0).to_numpy()
-    rows = np.repeat(rank, lengths)
-    order = 1 + np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    add(rows, order, pc.list_flatten(keys), topic.take(rows), KEY_SEPARATOR)
-    if release.index_tags:
-        tags = indexed["tags"].combine_chunks()
-        present = pc.and_(pc.is_valid(tags), pc.greater(pc.utf8_length(tags), 0)).fill_null(False)
-        rows = np.flatnonzero(present.to_numpy(zero_copy_only=False))
-        add(rows, 1 << 40, tags.take(rows), topic.take(rows), TAGS_KEY_SEPARATOR)
-    if not parts:
-        return pa.table({"key": pa.array([], pa.string()), "key_hash": pa.array([], pa.int32()),
-                         "physical_offset": pa.array([], pa.int64()), "store_timestamp": pa.array([], pa.int64())})
-    rows = np.concatenate([p[0] for p in parts])
-    order = np.concatenate([p[1] for p in parts])
-    key = pa.concat_arrays([p[2] for p in parts])
-    put = np.lexsort((order, rows))
-    rows, key = rows[put], key.take(pa.array(put))
-    physical = indexed["physical_offset"].to_numpy()[rows]
-    stamp = pc.cast(indexed["store_timestamp"], pa.int64()).to_numpy()[rows] // 1000       # us -> ms
-    return pa.table({"key": key, "key_hash": pa.array(string_index_hashes(key)),
-                     "physical_offset": pa.array(physical), "store_timestamp": pa.array(stamp)})
+def _type_index(types) -> np.ndarray:
+    """Each record's index in ``TRANSACTION_TYPES`` from its transaction_type name."""
+    return pc.index_in(types, pa.array(TRANSACTION_TYPES)).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _strings(values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes, int64 offsets, valid) of a string column (any chunking, slicing or string width)."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    values = pc.cast(values, pa.large_string()) if values.type != pa.large_string() else values
+    _, offsets, data = values.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[values.offset:values.offset + len(values) + 1] \
+        if offsets is not None else np.zeros(1, np.int64)
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return data, offsets, values.is_valid().to_numpy(zero_copy_only=False)
 
 
 def string_index_hashes(strings: pa.Array) -> np.ndarray:

@@ -1,36 +1,48 @@
-"""The rebuild as a Spark job (driver plans, executors write): ConsumeQueues in parallel, one Spark task per
-queue group, and IndexFiles in parallel, one task per file: RocketMQ puts index keys in CommitLog order and a
-file takes ``maxIndexNum - 1`` of them, so once the keys are counted per partition (prefix sums) every file's
-first key, and the previous file's last key its header is pre-set from, are known (``_index_files``).
+"""The rebuild as a Spark job (driver plans, executors write), in two stages that meet through spill files
+(``rebuild.spill``):
 
-The CommitLog is read through the ``rocketmq`` source (only the dispatch columns); each queue's entries go
-through the same writer as the in-process rebuild (``rebuild.output``), so both produce the same bytes. The
-output directory must be reachable by every executor at the same path (local mode, or a shared file system
-on a cluster). Settings are resolved and the output directory checked on the driver before anything runs.
+1. scan: the CommitLog cut into ranges (``datasource.planning``: by default one per core), each read once by
+   one task through the compiled dispatch; its ConsumeQueue entries go to spill files by queue group, its
+   IndexFile keys, in put order, to a keys file;
+2. write: one task per queue group writes its ConsumeQueues (the in-process rebuild's writer), one task per
+   IndexFile its file: RocketMQ puts index keys in CommitLog order and a file takes ``maxIndexNum - 1`` of
+   them, so with the keys counted per scan task every file's keys, and the previous file's last key its
+   header is pre-set from, are known (``plan_index_files``).
+
+No per-record rows go through Spark (no shuffle: the tasks' inputs are their specs), and both stages produce
+the bytes the in-process rebuild does. The output directory must be reachable by every executor at the same
+path (local mode, or a shared file system on a cluster). Settings are resolved and the output directory
+checked on the driver before anything runs; the spill files are removed when the job ends.
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark import dispatch
-from rocketstore_spark.findings import Finding
+from rocketstore_spark.datasource.planning import plan_partitions
+from rocketstore_spark.rebuild import spill
 from rocketstore_spark.rebuild.diff import Difference, compare
-from rocketstore_spark.rebuild.output import ConsumeQueueWriter, index_name, prepare, write_index_file
+from rocketstore_spark.rebuild.output import index_name, prepare
 from rocketstore_spark.rebuild.settings import RebuildSettings
-from rocketstore_spark.store.discovery import discover
 
 QUEUE_SUMMARY = ("topic STRING, queue_id INT, files ARRAY<STRING>, max_offset BIGINT, written BIGINT, "
                  "skipped BIGINT, moved BIGINT, findings ARRAY<STRING>")
-INDEX_SUMMARY = "files ARRAY<STRING>, keys BIGINT, findings ARRAY<STRING>"
 _STRINGS = pa.list_(pa.field("element", pa.string()))
 QUEUE_ARROW = pa.schema([("topic", pa.string()), ("queue_id", pa.int32()), ("files", _STRINGS),
                          ("max_offset", pa.int64()), ("written", pa.int64()), ("skipped", pa.int64()),
                          ("moved", pa.int64()), ("findings", _STRINGS)])
-INDEX_ARROW = pa.schema([("files", _STRINGS), ("keys", pa.int64()), ("findings", _STRINGS)])
+SCAN_SPEC = "task INT, paths ARRAY<STRING>, base_offsets ARRAY<BIGINT>, starts ARRAY<BIGINT>, ends ARRAY<BIGINT>, " \
+            "followed ARRAY<BOOLEAN>"
+SCAN_RESULT = "task INT, topics ARRAY<STRING>, keys BIGINT, findings ARRAY<STRING>"
+SCAN_ARROW = pa.schema([("task", pa.int32()), ("topics", _STRINGS), ("keys", pa.int64()), ("findings", _STRINGS)])
+WRITE_SPEC = "kind STRING, group_or_first BIGINT, count BIGINT, name STRING"
+WRITE_RESULT = f"kind STRING, name STRING, queues ARRAY<STRUCT<{QUEUE_SUMMARY}>>, findings ARRAY<STRING>"
+WRITE_ARROW = pa.schema([("kind", pa.string()), ("name", pa.string()), ("queues", pa.list_(pa.struct(QUEUE_ARROW))),
+                         ("findings", _STRINGS)])
 
 
 @dataclass
@@ -47,48 +59,85 @@ class SparkRebuild:
 def rebuild(spark, store: str, output, options: dict | None = None, broker_conf: str | None = None,
             allow_conflicts: bool = False, split_size: int | None = None) -> SparkRebuild:
     """Rebuild one store's ConsumeQueues and IndexFiles into ``output`` with Spark, then compare (driver).
-    ``split_size``: CommitLog bytes per Spark partition of the reads (the source's ``splitSize``)."""
+    ``split_size``: CommitLog bytes per scan task (default: the store over the session's cores, as the
+    ``rocketmq`` source plans)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
-    path = str(layout.files.root or layout.files.commitlog_dir)
-
-    def read(schema: str):
-        r = spark.read.format("rocketmq").option("messageDelayLevel", settings.message_delay_level)
-        return (r.option("splitSize", str(split_size)) if split_size else r).schema(schema).load(path)
-
-    records = read("topic STRING, queue_id INT, queue_offset BIGINT, physical_offset BIGINT, total_size INT, "
-                   "tags_code BIGINT, transaction_type STRING")
-    cq_root, file_size = str(out / "consumequeue"), settings.consume_queue_file_size
-
-    def write_queue(table: pa.Table) -> pa.Table:
-        findings: list[Finding] = []
-        writer = ConsumeQueueWriter(Path(cq_root), file_size, findings)
-        writer.add(dispatch.queue_entries(table))
-        writer.close()
-        rows = [(q.topic, q.queue_id, q.files, q.state.max_offset, q.state.written, q.state.skipped, q.state.moved,
-                 [f.render() for f in findings]) for q in writer.queues.values()]
-        if not rows:               # a queue whose topic cannot be a directory: reported, not written
-            topic, queue_id = table["topic"][0].as_py(), table["queue_id"][0].as_py()
-            rows = [(topic, queue_id, [], 0, 0, 0, 0, [f.render() for f in findings])]
-        return pa.Table.from_pylist([dict(zip(QUEUE_ARROW.names, r)) for r in rows], schema=QUEUE_ARROW)
-
-    # collected as is and sorted here: an orderBy would run the writing stage a second time to sample it
-    queues = sorted(records.where("transaction_type IN ('NOT_TYPE', 'COMMIT')")
-                    .groupBy("topic", "queue_id").applyInArrow(write_queue, QUEUE_SUMMARY).collect(),
-                    key=lambda q: (q.topic, q.queue_id))
-
-    index_files, index_findings = [], []
-    if settings.geometry is not None:
-        index_files, index_findings = _index_files(spark, read(DISPATCH_SCHEMA), path, settings, out / "index")
-    findings = sorted({f for q in queues for f in q.findings} | set(index_findings))
+    parallelism = spark.sparkContext.defaultParallelism
+    ranges = plan_partitions([(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)],
+                             split_size, parallelism)
+    work = out / spill.SPILL_DIR
+    try:
+        queues, index_files, findings = _run(spark, ranges, work, out, settings, max(parallelism, 1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    findings = sorted(set(findings) | {f.render() for f in layout.findings})
     return SparkRebuild(layout.name, out, settings, queues, index_files, findings, compare(layout.files, out))
 
 
-DISPATCH_SCHEMA = ("physical_offset BIGINT, total_size INT, topic STRING, queue_id INT, queue_offset BIGINT, "
-                   "transaction_type STRING, tags_code BIGINT, store_timestamp TIMESTAMP, uniq_key STRING, "
-                   "keys ARRAY<STRING>, tags STRING")
-COUNT_ARROW = pa.schema([("partition", pa.int32()), ("keys", pa.int64())])
-BOUNDARY_ARROW = pa.schema([("rank", pa.int64()), ("physical_offset", pa.int64()), ("store_timestamp", pa.int64()),
-                            ("order_in_record", pa.int64())])
+def _run(spark, partitions, work: Path, out: Path, settings: RebuildSettings, groups: int):
+    """The two stages (driver): (queue rows, IndexFile names, findings rendered)."""
+    from pyspark.sql import Row
+    geometry, release, delay = settings.geometry, settings.release, settings.message_delay_level
+    work_s, cq_root, file_size = str(work), str(out / "consumequeue"), settings.consume_queue_file_size
+
+    def scan(batches):
+        for b in batches:
+            for spec in b.to_pylist():
+                ranges = list(zip(spec["paths"], spec["base_offsets"], spec["starts"], spec["ends"], spec["followed"]))
+                topics, keys, found = spill.scan_range(ranges, Path(work_s), spec["task"], groups, delay,
+                                                       geometry is not None, release.index_tags)
+                yield pa.RecordBatch.from_pylist([{"task": spec["task"], "topics": topics, "keys": keys,
+                                                   "findings": [f.render() for f in found]}], schema=SCAN_ARROW)
+
+    specs = [{"task": k, "paths": [r.path for r in p.ranges], "base_offsets": [r.base_offset for r in p.ranges],
+              "starts": [r.start for r in p.ranges], "ends": [r.end for r in p.ranges],
+              "followed": [r.followed for r in p.ranges]} for k, p in enumerate(partitions)]
+    scanned = sorted(_each(spark, specs, SCAN_SPEC, scan, SCAN_RESULT), key=lambda r: r.task)
+    topics = [list(r.topics) for r in scanned]
+    task_keys = [r.keys for r in scanned]
+    findings = [f for r in scanned for f in r.findings]
+
+    files = plan_index_files(task_keys, geometry.index_num)[1] if geometry is not None else []
+    names, previous_ms = [], None
+    for first, _ in files:           # named by their first key's store time, kept increasing
+        name, previous_ms = index_name(spill.key_at(work, task_keys, first)[1], previous_ms)
+        names.append(name)
+    index_root = str(out / "index")
+
+    def write(batches):
+        for b in batches:
+            for spec in b.to_pylist():
+                if spec["kind"] == "index":
+                    spill.write_index_file(Path(work_s), task_keys, Path(index_root), spec["name"], geometry,
+                                           spec["group_or_first"], spec["count"])
+                    yield pa.RecordBatch.from_pylist([{"kind": "index", "name": spec["name"], "queues": [],
+                                                       "findings": []}], schema=WRITE_ARROW)
+                    continue
+                written, unsafe, found = spill.write_queue_group(Path(work_s), spec["group_or_first"], topics,
+                                                                 Path(cq_root), file_size)
+                rows = [(q.topic, q.queue_id, q.files, q.state.max_offset, q.state.written, q.state.skipped,
+                         q.state.moved) for q in written] + [(t, qid, [], 0, 0, 0, 0) for t, qid in unsafe]
+                rendered = [f.render() for f in found]
+                yield pa.RecordBatch.from_pylist([{"kind": "queues", "name": None, "findings": rendered, "queues": [
+                    dict(zip(QUEUE_ARROW.names, r + (rendered,))) for r in rows]}], schema=WRITE_ARROW)
+
+    # the IndexFiles first: with few cores, each one is a task of its own next to the queue groups
+    specs = [{"kind": "index", "group_or_first": first, "count": n, "name": name}
+             for (first, n), name in zip(files, names)]
+    specs += [{"kind": "queues", "group_or_first": g, "count": 0, "name": None} for g in range(groups)]
+    built = _each(spark, specs, WRITE_SPEC, write, WRITE_RESULT)
+    queues = sorted((Row(**q.asDict()) for r in built for q in r.queues), key=lambda q: (q.topic, q.queue_id))
+    findings += [f for r in built for f in r.findings]
+    return queues, sorted(r.name for r in built if r.kind == "index"), findings
+
+
+def _each(spark, specs: list[dict], spec_schema: str, task, result: str) -> list:
+    """``task`` run over ``specs`` (executors; one partition per spec up to the session's cores, the specs
+    in order: a local relation is sliced, not shuffled), its result rows collected (driver)."""
+    if not specs:
+        return []
+    frame = spark.createDataFrame(specs, spec_schema)
+    return frame.mapInArrow(task, result).collect()
 
 
 def plan_index_files(partition_keys: list[int], index_num: int) -> tuple[list[int], list[tuple[int, int]]]:
@@ -98,76 +147,6 @@ def plan_index_files(partition_keys: list[int], index_num: int) -> tuple[list[in
     starts = np.concatenate([[0], np.cumsum(partition_keys)[:-1]]).astype(np.int64).tolist() if partition_keys else []
     total, per_file = int(sum(partition_keys)), index_num - 1
     return starts, [(first, min(per_file, total - first)) for first in range(0, total, per_file)]
-
-
-def _index_files(spark, records, path: str, settings: RebuildSettings, root: Path) -> tuple[list[str], list[str]]:
-    """IndexFiles built in parallel: (1) keys counted per partition, (2) the first and last key of every
-    file located (their physical offset, store time, and place among their record's keys), (3) one task per
-    file reads the CommitLog from its first key's record and writes the file. Passes 1 and 2 decode only the
-    dispatch columns."""
-    from pyspark import TaskContext
-    geometry, release, delay = settings.geometry, settings.release, settings.message_delay_level
-
-    def keys_of(batch) -> pa.Table:
-        return dispatch.index_keys(pa.Table.from_batches([batch]), release)
-
-    def count(batches):
-        n = sum(keys_of(b).num_rows for b in batches)
-        yield pa.RecordBatch.from_pylist([{"partition": TaskContext.get().partitionId(), "keys": n}],
-                                         schema=COUNT_ARROW)
-
-    counts = {r.partition: r.keys for r in records.mapInArrow(count, "partition INT, keys BIGINT").collect()}
-    starts, files = plan_index_files([counts.get(p, 0) for p in range(max(counts, default=-1) + 1)],
-                                     geometry.index_num)
-    if not files:
-        return [], []
-    wanted = sorted({first for first, _ in files} | {first + n - 1 for first, n in files})
-
-    def boundaries(batches):
-        rank = starts[TaskContext.get().partitionId()]
-        for b in batches:
-            keys = keys_of(b)
-            n = keys.num_rows
-            if n:
-                ranks = np.arange(rank, rank + n)
-                hit = np.flatnonzero(np.isin(ranks, wanted))
-                if len(hit):
-                    phys = keys["physical_offset"].to_numpy()
-                    order = np.arange(n) - np.searchsorted(phys, phys, side="left")
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array(ranks[hit]), pa.array(phys[hit]), pa.array(keys["store_timestamp"].to_numpy()[hit]),
-                         pa.array(order[hit])], schema=BOUNDARY_ARROW)
-            rank += n
-
-    at = {r.rank: r for r in records.mapInArrow(
-        boundaries, "rank BIGINT, physical_offset BIGINT, store_timestamp BIGINT, order_in_record BIGINT").collect()}
-    specs, previous_ms = [], None
-    for k, (first, n) in enumerate(files):
-        name, previous_ms = index_name(at[first].store_timestamp, previous_ms)
-        last_before = at.get(first - 1)
-        specs.append({"name": name, "start_physical": at[first].physical_offset, "skip": at[first].order_in_record,
-                      "count": n, "preset_phy": last_before.physical_offset if last_before else None,
-                      "preset_ts": last_before.store_timestamp if last_before else None})
-    store, root_s = path, str(root)
-
-    def build(batches):
-        for b in batches:
-            for spec in b.to_pylist():
-                findings: list[Finding] = []
-                preset = None if spec["preset_phy"] is None else (spec["preset_phy"], spec["preset_ts"])
-                write_index_file(discover(store)[0], Path(root_s), spec["name"], geometry, release, delay,
-                                 spec["start_physical"], spec["skip"], spec["count"], preset, findings)
-                yield pa.RecordBatch.from_pylist([{"name": spec["name"], "findings": [f.render() for f in findings]}],
-                                                 schema=BUILT_ARROW)
-
-    spec_schema = ("name STRING, start_physical BIGINT, skip BIGINT, count BIGINT, preset_phy BIGINT, "
-                   "preset_ts BIGINT")           # explicit: a store's only file has no preset to infer a type from
-    built = spark.createDataFrame(specs, spec_schema).repartition(len(specs)).mapInArrow(
-        build, "name STRING, findings ARRAY<STRING>").collect()
-    return sorted(r.name for r in built), sorted({f for r in built for f in r.findings})
-
-
-BUILT_ARROW = pa.schema([("name", pa.string()), ("findings", pa.list_(pa.field("element", pa.string())))])
 
 
 DIFFERENCES_SCHEMA = ("store STRING, kind STRING, store_file STRING, rebuilt_file STRING, status STRING, topic STRING, "

@@ -11,7 +11,8 @@ offsets restart at 0, is appended at the end (docs/format/rocketmq-dispatch.md Â
 rounded up to 20), named by their first byte's queue byte offset, zero after the last entry.
 
 Pure: ``place`` decides where each entry goes, resuming from a ``QueueState``, so a queue can be fed in
-batches; writing is the caller's (``rebuild.output``). Compiled per-entry loop (numba).
+batches (``place_many``: many queues at once, from a table of their states); writing is the caller's
+(``rebuild.output``). Compiled per-entry loop (numba).
 """
 from __future__ import annotations
 
@@ -58,15 +59,42 @@ def place(state: QueueState, queue_offset, physical_offset, size, file_size: int
     """The queue offset (entry position / 20) at which RocketMQ writes each of these entries of one queue,
     given in dispatch order after everything ``state`` has seen; -1 where it writes nothing. Updates
     ``state``."""
+    states = np.array([[state.end, state.max_physical, state.first, state.file_start, 0, 0, 0]], dtype=np.int64)
+    n = len(queue_offset)
+    slots = place_many(states, np.zeros(n, np.int64), queue_offset, physical_offset, size, file_size)
+    state.end, state.max_physical, state.first, state.file_start = (int(v) for v in states[0, :WRITTEN])
+    state.written += int(states[0, WRITTEN])
+    state.skipped += int(states[0, SKIPPED])
+    state.moved += int(states[0, MOVED])
+    return slots
+
+
+# the columns of a ``place_many`` state table: one row per queue, QueueState's fields
+END, MAX_PHYSICAL, FIRST, FILE_START, WRITTEN, SKIPPED, MOVED = range(7)
+STATE_COLUMNS = 7
+
+
+def new_states(count: int) -> np.ndarray:
+    """``count`` rows of a ``place_many`` state table for queues never written (QueueState())."""
+    states = np.zeros((count, STATE_COLUMNS), dtype=np.int64)
+    states[:, END] = -1
+    states[:, MAX_PHYSICAL] = -1
+    return states
+
+
+def queue_state(row: np.ndarray) -> QueueState:
+    """The QueueState of one row of a ``place_many`` state table."""
+    return QueueState(*(int(v) for v in row))
+
+
+def place_many(states: np.ndarray, queue, queue_offset, physical_offset, size, file_size: int) -> np.ndarray:
+    """``place`` for entries of many queues at once: entry i belongs to the queue of row ``queue[i]`` of the
+    state table ``states`` (``new_states``; updated), and each queue's entries come in dispatch order (how
+    the queues interleave does not matter). Returns the slots (-1: not written)."""
     if file_size % ENTRY_SIZE:
         raise ValueError(f"ConsumeQueue file size {file_size} is not a multiple of {ENTRY_SIZE}")
-    out = _place(np.asarray(queue_offset, np.int64), np.asarray(physical_offset, np.int64),
-                 np.asarray(size, np.int64), file_size, state.end, state.max_physical, state.first, state.file_start)
-    slots, state.end, state.max_physical, state.first, state.file_start, written, skipped, moved = out
-    state.written += written
-    state.skipped += skipped
-    state.moved += moved
-    return slots
+    return _place(states, np.asarray(queue, np.int64), np.asarray(queue_offset, np.int64),
+                  np.asarray(physical_offset, np.int64), np.asarray(size, np.int64), file_size)
 
 
 def entries(physical_offset, size, tags_code) -> np.ndarray:
@@ -101,29 +129,31 @@ def build_queue(queue_offset, physical_offset, size, tags_code, file_size: int =
 
 
 @numba.njit(cache=True, nogil=True)
-def _place(queue_offset, physical_offset, size, file_size, end, max_physical, first, file_start):
-    """putMessagePositionInfo's decisions for a run of entries (see ``place``)."""
+def _place(states, queue, queue_offset, physical_offset, size, file_size):
+    """putMessagePositionInfo's decisions for a run of entries (see ``place``), each against its queue's row."""
     n = len(queue_offset)
     slots = np.full(n, -1, dtype=np.int64)
-    written = skipped = moved = 0
     for i in range(n):
-        if physical_offset[i] + size[i] <= max_physical:         # already dispatched
-            skipped += 1
+        state = states[queue[i]]
+        if physical_offset[i] + size[i] <= state[MAX_PHYSICAL]:          # already dispatched
+            state[SKIPPED] += 1
             continue
         q = queue_offset[i]
+        end = state[END]
         if end < 0:                                              # the queue's first file, filled up to q
-            file_start = (q * ENTRY_SIZE // file_size) * file_size
-            first = q
+            state[FILE_START] = (q * ENTRY_SIZE // file_size) * file_size
+            state[FIRST] = q
             end = q
         # the logical checks are skipped for QUEUEOFFSET 0 (a topic re-created under its old name): such an
         # entry is appended at the current end
         if q != 0 and q < end:                                   # "Build consume queue repeatedly"
-            skipped += 1
+            state[END] = end
+            state[SKIPPED] += 1
             continue
         if q != end:                                             # "[BUG] logic queue order maybe wrong"
-            moved += 1
+            state[MOVED] += 1
         slots[i] = end
-        end += 1
-        written += 1
-        max_physical = physical_offset[i] + size[i]
-    return slots, end, max_physical, first, file_start, written, skipped, moved
+        state[END] = end + 1
+        state[WRITTEN] += 1
+        state[MAX_PHYSICAL] = physical_offset[i] + size[i]
+    return slots

@@ -22,8 +22,10 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec.indexfile import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, Geometry
+from rocketstore_spark.codec.native import prefetch
 
 INT32_MAX = 2**31 - 1
+SLOT_AHEAD = 16                 # keys: how far ahead a key's hash slot is prefetched
 
 
 def preset(buf: np.ndarray, end_phy: int, end_timestamp: int) -> None:
@@ -72,9 +74,13 @@ def _put_keys(buf, slots, index_num, key_hash, physical_offset, store_timestamp)
     index_count = max(_load_be32(buf, 36), 1)          # 0 in a new file, read as 1
     entries_start = HEADER_SIZE + SLOT_SIZE * slots
     put = 0
-    for i in range(len(key_hash)):
+    n = len(key_hash)
+    for i in range(n):
         if index_count >= index_num:                     # full: putKey fails, the caller rolls over
             break
+        if i + SLOT_AHEAD < n:
+            # the slots are read in random order: start loading a later key's slot so its miss overlaps this one's
+            prefetch(buf, HEADER_SIZE + SLOT_SIZE * (key_hash[i + SLOT_AHEAD] % slots))
         h = key_hash[i]
         slot_pos = HEADER_SIZE + SLOT_SIZE * (h % slots)
         prev = _load_be32(buf, slot_pos)

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import queue
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rebuild import consumequeue as cq
@@ -38,7 +40,6 @@ from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
-from rocketstore_spark.store.segment_reader import SegmentReader
 
 
 def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
@@ -78,52 +79,117 @@ class QueueResult:
     files: list[str] = field(default_factory=list)
 
 
+HELD_BYTES = 64 << 20                # ConsumeQueue entries held back before they are written
+
+
 class ConsumeQueueWriter:
-    """Writes ConsumeQueue files under ``root`` (= DIR/consumequeue) from entries in dispatch order."""
+    """Writes ConsumeQueue files under ``root`` (= DIR/consumequeue) from entries in dispatch order (driver or
+    executor). Every queue's dispatch state is a row of one table (``consumequeue.place_many``), so a batch of
+    any queues is placed in one compiled call; placed entries are held back per queue (they are contiguous:
+    one run per queue) and written when ``buffer_bytes`` of them are pending and at ``close``, so each queue
+    file is opened a few times per run instead of once per batch."""
 
-    def __init__(self, root: Path, file_size: int, findings: list[Finding]):
+    def __init__(self, root: Path, file_size: int, findings: list[Finding], buffer_bytes: int | None = None):
         self.root, self.file_size, self.findings = root, file_size, findings
+        self.buffer_bytes = HELD_BYTES if buffer_bytes is None else buffer_bytes
         self.queues: dict[tuple[str, int], QueueResult] = {}
+        self._rows: dict[tuple[str, int], int] = {}        # queue -> row of _states (-1: topic unsafe)
+        self._results: list[QueueResult] = []
+        self._states = cq.new_states(16)
         self._unsafe: set[str] = set()
+        self._pending: dict[int, tuple[int, list[np.ndarray]]] = {}   # row -> (queue byte offset, entries)
+        self._pending_bytes = 0
 
-    def add(self, entries: pa.Table) -> None:
-        """Entries of ``dispatch.queue_entries`` (any queues, dispatch order)."""
-        if not entries.num_rows:
+    def add_window(self, window: DispatchWindow, topics: list[str]) -> None:
+        """The entries of a ``DispatchWindow`` (topics named by ``topics``, the decoder's)."""
+        q = window.queued
+        self.add_entries(topics, window.topic[q], window.queue_id[q], window.queue_offset[q],
+                         window.physical_offset[q], window.size[q], window.tags_code[q])
+
+    def add_entries(self, topics: list[str], topic, queue_id, queue_offset, physical_offset, size, tags_code) -> None:
+        """Entries of any queues in dispatch order: per entry its topic (an index into ``topics``), queue id,
+        QUEUEOFFSET, physical offset, size and tagsCode (numpy)."""
+        if not len(topic):
             return
-        # one stable sort by queue keeps each queue's dispatch order; then a slice per queue
-        topics = pc.dictionary_encode(entries["topic"]).combine_chunks()
-        key = dispatch.queue_keys(topics.indices, entries["queue_id"])
+        # one stable sort by queue keeps each queue's dispatch order: a run per queue
+        key = dispatch.queue_keys(topic, queue_id)
         order = np.argsort(key, kind="stable")
-        entries, key = entries.take(pa.array(order)), key[order]
+        key = key[order]
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-        for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-            rows = entries.slice(start, stop - start)
-            self._add_queue(rows["topic"][0].as_py(), rows["queue_id"][0].as_py(), rows)
+        lengths = np.diff(np.r_[starts, len(key)])
+        runs = np.array([self._row(topics[t], q) for t, q in map(dispatch.queue_of, key[starts].tolist())],
+                        dtype=np.int64)
+        row = np.repeat(runs, lengths)
+        safe = row >= 0
+        order, row = order[safe], row[safe]
+        if not len(row):
+            return
+        new = self._states[runs[runs >= 0], cq.END] < 0
+        physical, size = np.asarray(physical_offset)[order], np.asarray(size)[order]
+        slots = cq.place_many(self._states, row, np.asarray(queue_offset)[order], physical, size, self.file_size)
+        placed = cq.entries(physical, size, np.asarray(tags_code)[order])
+        bounds = np.r_[0, np.cumsum(lengths[runs >= 0])]
+        for r, is_new, lo, hi in zip(runs[runs >= 0].tolist(), new.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+            keep = slots[lo:hi] >= 0
+            if not keep.any():
+                continue
+            if is_new:
+                state = self._states[r]
+                fillers = int(state[cq.FIRST] - state[cq.FILE_START] // ENTRY_SIZE)
+                self._hold(r, int(state[cq.FILE_START]), cq.fillers(fillers))
+            self._hold(r, int(slots[lo:hi][keep][0]) * ENTRY_SIZE, placed[lo:hi][keep])
+        if self._pending_bytes >= self.buffer_bytes:
+            self._flush()
 
-    def _add_queue(self, topic: str, queue_id: int, rows: pa.Table) -> None:
+    def skipped(self) -> list[tuple[str, int]]:
+        """The queues seen whose topic cannot be a directory name (not written)."""
+        return [queue for queue, row in self._rows.items() if row < 0]
+
+    def _row(self, topic: str, queue_id: int) -> int:
+        row = self._rows.get((topic, queue_id))
+        if row is not None:
+            return row
         if not safe_component(topic):
             if topic not in self._unsafe:
                 self._unsafe.add(topic)
                 self.findings.append(finding("rebuild.unsafe_topic", str(self.root), None,
                                              f"topic {topic!r} cannot be a directory name: its queues are not rebuilt"))
-            return
-        result = self.queues.setdefault((topic, queue_id), QueueResult(topic, queue_id, cq.QueueState()))
-        state = result.state
-        new = state.end < 0
-        physical, size = rows["physical_offset"].to_numpy(), rows["size"].to_numpy()
-        slots = cq.place(state, rows["queue_offset"].to_numpy(), physical, size, self.file_size)
-        keep = slots >= 0
-        if not keep.any():
-            return
-        directory = self.root / topic / str(queue_id)
-        if new:
-            self._write(result, directory, state.file_start, cq.fillers(state.fillers))
-        self._write(result, directory, slots[keep][0] * ENTRY_SIZE,
-                    cq.entries(physical[keep], size[keep], rows["tags_code"].to_numpy()[keep]))
+            self._rows[(topic, queue_id)] = -1
+            return -1
+        row = self._rows[(topic, queue_id)] = len(self._results)
+        self._results.append(QueueResult(topic, queue_id, cq.QueueState()))
+        if row >= len(self._states):
+            self._states = np.concatenate([self._states, cq.new_states(len(self._states))])
+        return row
 
-    def _write(self, result: QueueResult, directory: Path, queue_byte_offset: int, entries: np.ndarray) -> None:
-        """Entries at consecutive positions from ``queue_byte_offset``, across file boundaries."""
-        data = entries.tobytes()
+    def _hold(self, row: int, queue_byte_offset: int, entries: np.ndarray) -> None:
+        """Entries to be written at ``queue_byte_offset`` on, appended to the queue's pending run (a queue's
+        entries are placed contiguously, so a run only grows at its end; one that would not is written first)."""
+        if not len(entries):
+            return
+        start, held = self._pending.get(row, (queue_byte_offset, []))
+        pending = sum(h.nbytes for h in held)
+        if start + pending != queue_byte_offset:
+            self._write_run(row, start, held)
+            start, held = queue_byte_offset, []
+            self._pending_bytes -= pending
+        held.append(entries)
+        self._pending[row] = (start, held)
+        self._pending_bytes += entries.nbytes
+
+    def _flush(self) -> None:
+        for row, (start, held) in self._pending.items():
+            self._write_run(row, start, held)
+        self._pending, self._pending_bytes = {}, 0
+
+    def _write_run(self, row: int, start: int, held: list[np.ndarray]) -> None:
+        result = self._results[row]
+        # joined as bytes: np.concatenate would turn the big-endian fields into native ones
+        data = b"".join(h.tobytes() for h in held)
+        self._write(result, self.root / result.topic / str(result.queue_id), start, data)
+
+    def _write(self, result: QueueResult, directory: Path, queue_byte_offset: int, data: bytes) -> None:
+        """Entries (their bytes) at consecutive positions from ``queue_byte_offset``, across file boundaries."""
         while data:
             file_offset = (queue_byte_offset // self.file_size) * self.file_size
             position = queue_byte_offset - file_offset
@@ -144,7 +210,10 @@ class ConsumeQueueWriter:
 
     def close(self) -> None:
         """Every file complete: fsynced and renamed to its final name."""
-        for result in self.queues.values():
+        self._flush()
+        for row, result in enumerate(self._results):
+            result.state = cq.queue_state(self._states[row])
+            self.queues[(result.topic, result.queue_id)] = result
             directory = self.root / result.topic / str(result.queue_id)
             for name in result.files:
                 publish(temporary(directory / name), directory / name)
@@ -162,8 +231,8 @@ class IndexWriter:
         self._last_name_ms: int | None = None
         self._end: tuple[int, int] | None = None        # (phy, ms) of the last key put
 
-    def add(self, keys: pa.Table) -> None:
-        h, phy, ts = (keys[c].to_numpy() for c in ("key_hash", "physical_offset", "store_timestamp"))
+    def add(self, h: np.ndarray, phy: np.ndarray, ts: np.ndarray) -> None:
+        """Keys in put order: index hash, physical offset, store time (ms)."""
         i = 0
         while i < len(h):
             if self._buf is None:
@@ -205,46 +274,6 @@ def index_name(first_ms: int, previous_ms: int | None) -> tuple[str, int]:
     file's (names must increase: the broker loads IndexFiles in name order)."""
     ms = first_ms if previous_ms is None else max(first_ms, previous_ms + 1)
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3], ms
-
-
-def write_index_file(layout: StoreLayout, root: Path, name: str, geometry: Geometry, release: dispatch.Release,
-                     message_delay_level: str, start_physical: int, skip: int, count: int,
-                     preset: tuple[int, int] | None, findings: list[Finding]) -> int:
-    """One IndexFile built alone (a Spark task of the parallel rebuild): the ``count`` keys that follow the
-    first ``skip`` keys of the record at ``start_physical``, put into a file whose header is pre-set from the
-    previous file's last key (``preset``: (physical offset, store time); None for the store's first file).
-    Reads the CommitLog from that record on, only as far as needed. Returns the keys put."""
-    segments = [s for s in layout.segments if s.base_offset + s.size > start_physical]
-    decoder = dispatch_decoder(message_delay_level)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = temporary(root / name)
-    with open(tmp, "wb") as f:
-        f.truncate(geometry.file_size)
-    buf = np.memmap(tmp, dtype=np.uint8, mode="r+")
-    if preset is not None:
-        ix.preset(buf, *preset)
-    put = 0
-    for seg in segments:
-        start = max(0, start_physical - seg.base_offset)
-        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=True)
-        for decoded in reader:
-            keys = dispatch.index_keys(pa.Table.from_batches([decoded.batch]), release)
-            if skip:                      # the start record's keys that belong to the previous file
-                drop = min(skip, keys.num_rows)
-                keys, skip = keys.slice(drop), skip - drop
-            keys = keys.slice(0, count - put)
-            if keys.num_rows:
-                put += ix.put_keys(buf, geometry, keys["key_hash"].to_numpy(), keys["physical_offset"].to_numpy(),
-                                   keys["store_timestamp"].to_numpy())
-            if put >= count:
-                break
-        findings.extend(reader.result.findings)
-        if put >= count:
-            break
-    buf.flush()
-    del buf
-    publish(tmp, root / name)
-    return put
 
 
 @dataclass
@@ -300,23 +329,67 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
                          compare(layout.files, out))
 
 
+AHEAD = 4                       # windows decoded ahead of the writers: bounds the memory a pipeline holds
+
+
+def ahead(items: Iterator, depth: int = AHEAD) -> Iterator:
+    """``items``, produced by a background thread up to ``depth`` ahead of the consumer: the CommitLog is
+    decoded (compiled kernels that release the GIL) while the previous windows are placed and written, so
+    a rebuild keeps two cores busy. An exception in the producer is raised in the consumer; a consumer that
+    stops early (or fails) stops the producer."""
+    done = object()
+    slots: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        slots.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put((done, None))
+        except BaseException as e:         # noqa: BLE001 -- handed to the consumer, which raises it
+            slots.put((done, e))
+
+    worker = threading.Thread(target=produce, name="rebuild-decode", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = slots.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
 def write_rebuild(layout: StoreLayout, out: Path, settings: RebuildSettings) \
         -> tuple[list[QueueResult], list[str], int, list[Finding]]:
     """Write ``out/consumequeue`` and (with an index geometry) ``out/index`` for ``layout``'s CommitLog with
     ``settings``: (queues, IndexFile names, records read, findings). Neither directory may exist yet; on
     failure both are removed. The caller has checked ``out`` (``prepare``, or the repair's own staging)."""
-    findings: list[Finding] = []
-    queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, findings)
+    findings: list[Finding] = []                   # the reading's (decoded in another thread: kept apart)
+    written: list[Finding] = []                    # the writers'
+    queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, written)
     index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None
-    decoder = dispatch_decoder(settings.message_delay_level)
+    decoder = DispatchDecoder(settings.message_delay_level, index=index is not None,
+                              index_tags=settings.release.index_tags)
     records = 0
     try:
-        for decoded in iter_decoded(layout, decoder, findings):
-            batch = pa.Table.from_batches([decoded.batch])
-            records += batch.num_rows
-            queues.add(dispatch.queue_entries(batch))
+        for decoded in ahead(iter_decoded(layout, decoder, findings)):
+            window = decoded.batch
+            records += window.num_rows
+            queues.add_window(window, decoder.topics)
             if index is not None:
-                index.add(dispatch.index_keys(batch, settings.release))
+                index.add(window.key_hash, window.key_physical_offset, window.key_store_timestamp)
         queues.close()
         if index is not None:
             index.close()
@@ -325,4 +398,4 @@ def write_rebuild(layout: StoreLayout, out: Path, settings: RebuildSettings) \
             shutil.rmtree(out / sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-            index.files if index is not None else [], records, findings)
+            index.files if index is not None else [], records, findings + written)

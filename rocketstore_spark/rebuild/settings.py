@@ -189,9 +189,9 @@ def detect_index_tags(layout: StoreLayout, slots: int) -> bool | None:
         return None
     records = pa.Table.from_batches(batches)
     keys = dispatch.index_keys(records, dispatch.Release((5, 5, 0)))
-    tagged = [(h, p) for k, h, p in zip(keys["key"].to_pylist(), keys["key_hash"].to_pylist(),
+    tagged = [(h, p) for k, h, p in zip(keys["kind"].to_pylist(), keys["key_hash"].to_pylist(),
                                         keys["physical_offset"].to_pylist())
-              if dispatch.TAGS_KEY_SEPARATOR in k and lo <= p <= hi]
+              if k == dispatch.KIND_TAGS and lo <= p <= hi]
     if not tagged:
         return None
     hits = sum((h, p) in present for h, p in tagged)

@@ -141,15 +141,29 @@ def test_broker_conf_settings_and_conflicts_with_what_the_files_show(tmp_path):
     assert result.settings.geometry == Geometry(128, 512) and result.settings.sources["maxHashSlotNum"].startswith("broker.conf")
 
 
+@pytest.mark.parametrize("g", CLEAN[:1], ids=lambda g: g.id)
+def test_consumequeue_entries_written_as_they_come_are_the_same_bytes(g, tmp_path, monkeypatch):
+    # batches of 7 records and nothing held back: every batch's runs are written at once, each queue's files
+    # opened again and again, a queue's first run (its fillers) and later runs in separate writes
+    from functools import partial
+
+    from rocketstore_spark.rebuild import output
+    monkeypatch.setattr(output, "HELD_BYTES", 0)
+    monkeypatch.setattr(output, "DispatchDecoder", partial(output.DispatchDecoder, batch_rows=7))
+    rebuild_store(str(g.store), tmp_path / "out")
+    assert tree(tmp_path / "out" / "consumequeue") == tree(g.store.parent / "expected-rebuild" / "consumequeue")
+
+
 def test_a_failed_rebuild_leaves_no_tree_and_an_unknown_release_is_said(tmp_path, monkeypatch):
     from rocketstore_spark.rebuild.output import IndexWriter
     store = CLEAN[1].store
 
-    def failing(self, keys):                  # the ConsumeQueue files of the batch are being written by now
-        assert any((tmp_path / "out" / "consumequeue").rglob(".*.tmp"))
+    def failing(self):                        # the ConsumeQueue files are complete by now, IndexFiles begun
+        assert any((tmp_path / "out" / "consumequeue").rglob("0*"))
+        assert any((tmp_path / "out" / "index").rglob(".*.tmp"))
         raise OSError("disk full")
 
-    monkeypatch.setattr(IndexWriter, "add", failing)
+    monkeypatch.setattr(IndexWriter, "close", failing)
     with pytest.raises(OSError, match="disk full"):
         rebuild_store(str(store), tmp_path / "out")
     assert os.listdir(tmp_path / "out") == []
