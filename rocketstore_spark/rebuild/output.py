@@ -38,6 +38,7 @@ from rocketstore_spark.rebuild import indexfile as ix
 from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
+from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
 
@@ -57,18 +58,6 @@ def safe_component(name: str) -> bool:
     return (bool(name) and name not in (".", "..") and "/" not in name
             and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
             and len(name.encode("utf-8", "surrogatepass")) <= 255)
-
-
-def temporary(path: Path) -> Path:
-    """Where ``path`` is written until it is complete."""
-    return path.with_name(f".{path.name}.tmp")
-
-
-def publish(tmp: Path, path: Path) -> None:
-    """fsync the complete file ``tmp`` and rename it to ``path``."""
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -209,14 +198,16 @@ class ConsumeQueueWriter:
             queue_byte_offset += len(chunk)
 
     def close(self) -> None:
-        """Every file complete: fsynced and renamed to its final name."""
+        """Every file complete: fsynced and renamed to its final name, then every directory fsynced."""
         self._flush()
         for row, result in enumerate(self._results):
             result.state = cq.queue_state(self._states[row])
             self.queues[(result.topic, result.queue_id)] = result
             directory = self.root / result.topic / str(result.queue_id)
             for name in result.files:
-                publish(temporary(directory / name), directory / name)
+                publish(temporary(directory / name), directory / name, sync_dir=False)
+        if self.root.is_dir():
+            fsync_dirs(self.root)
 
 
 class IndexWriter:
@@ -261,12 +252,14 @@ class IndexWriter:
         del self._buf
         self._buf = None
         name, self._last_name_ms = index_name(self._first_ms, self._last_name_ms)
-        publish(self._tmp, self.root / name)
+        publish(self._tmp, self.root / name, sync_dir=False)
         self.files.append(name)
 
     def close(self) -> None:
         if self._buf is not None:
             self._close_file()
+        if self.root.is_dir():
+            fsync_dirs(self.root)
 
 
 def index_name(first_ms: int, previous_ms: int | None) -> tuple[str, int]:

@@ -26,7 +26,8 @@ from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.rebuild import indexfile as ix
-from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult, publish, temporary
+from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult
+from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 SPILL_DIR = ".rebuild-spill"

@@ -50,6 +50,7 @@ from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.recovery.plan import PLAN_VERSION, inventory, sha256
 from rocketstore_spark.recovery.report import harmful, recovery_report
 from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.verify.segments import scan_segment
@@ -76,39 +77,7 @@ def _reached(step: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------- durable I/O
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    """``obj`` to ``path`` atomically and durably (temporary name, fsync, rename, directory fsync)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, ensure_ascii=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            p = os.path.join(dirpath, name)
-            if not os.path.islink(p):
-                fd = os.open(p, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        _fsync_dir(Path(dirpath))
-
+# (store.durable: temporary name, fsync, rename, directory fsync)
 
 def _copy_cut(src: str, dst: Path, at: int) -> None:
     """``src``'s first ``at`` bytes, then zeros to its full size (a segment keeps its preallocated size)."""
@@ -140,19 +109,14 @@ def exchange(a: Path, b: Path) -> bool:
         return False
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     if fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
-        _fsync_dir(a.parent)
+        fsync_dir(a.parent)
         if b.parent != a.parent:
-            _fsync_dir(b.parent)
+            fsync_dir(b.parent)
         return True
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
     raise OSError(err, os.strerror(err), str(a), None, str(b))
-
-
-def _rename(a: Path, b: Path) -> None:
-    os.rename(a, b)
-    _fsync_dir(b.parent)
 
 
 def broker_holds_lock(root: Path) -> bool:
@@ -270,7 +234,7 @@ def stage(plan: dict, staging: Path, settings: RebuildSettings, link: bool) -> d
     index_ms = _newest_index_end(staging / "index", index_files)
     (staging / "checkpoint").write_bytes(_checkpoint(original, last_ms, index_ms, plan["process_offset"] or 0,
                                                      report))
-    _fsync_tree(staging)
+    fsync_tree(staging)
     return counts
 
 
@@ -377,7 +341,7 @@ def apply_plan(plan_dir: str | os.PathLike, *, output: str | os.PathLike | None 
     settings = plan_settings(plan, layout)
     journal = {"phase": "staging", "mode": "in-place" if in_place else "copy", "store": str(store),
                "target": str(target), "staging": str(staging), "backup": backup and str(backup)}
-    _write_json(journal_path, journal)
+    write_json(journal_path, journal)
     try:
         staged = stage(plan, staging, settings, link=in_place)
         _reached("staged")
@@ -394,7 +358,7 @@ def apply_plan(plan_dir: str | os.PathLike, *, output: str | os.PathLike | None 
                 "staged": staged, "process_offset": plan["process_offset"],
                 "lost_messages": plan["export"]["messages"], "recovery_after": {
                     k: after[k] for k in ("shutdown", "start_file", "process_offset", "stop")}}
-    _write_json(journal_path, journal)
+    write_json(journal_path, journal)
     _reached("journaled")
     receipt = _publish(journal, journal_path)
     receipt["seconds"] = round(time.monotonic() - started, 3)
@@ -434,7 +398,7 @@ def _publish(journal: dict, journal_path: Path) -> dict:
         if _ino(target) != new_ino:
             if target.is_dir() and not any(target.iterdir()):
                 target.rmdir()
-            _rename(staging, target)
+            rename(staging, target)
     else:
         backup = Path(journal["backup"])
         if _ino(target) == old_ino and _ino(staging) == new_ino:
@@ -444,18 +408,18 @@ def _publish(journal: dict, journal_path: Path) -> dict:
                 _reached("exchanged")
             else:
                 journal["exchange"] = "two renames (the filesystem cannot exchange)"
-                _rename(target, backup)
+                rename(target, backup)
                 _reached("moved-old")
         if _ino(target) is None and _ino(backup) == old_ino:
-            _rename(staging, target)             # the second of the two renames
+            rename(staging, target)             # the second of the two renames
         if _ino(target) == new_ino and _ino(staging) == old_ino:
-            _rename(staging, backup)
+            rename(staging, backup)
         if not (_ino(target) == new_ino and _ino(backup) == old_ino):
             raise ApplyFailed(f"{target}: neither the store nor its repaired copy is where the journal "
                               f"{journal_path} says; nothing more was done (look at {staging} and {backup})")
     journal["phase"] = "applied"
     journal["applied_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    _write_json(journal_path, journal)
+    write_json(journal_path, journal)
     _reached("applied")
     return dict(journal)
 
@@ -502,19 +466,19 @@ def rollback(plan_dir: str | os.PathLike) -> dict:
         if broker_holds_lock(target):
             raise ApplyRefused(f"{target / 'lock'}: a broker is running on the store; stop it first")
         journal |= {"phase": "rolling-back", "repaired_kept": str(kept)}
-        _write_json(journal_path, journal)
+        write_json(journal_path, journal)
         if exchange(backup, target):
             _reached("exchanged-back")
         else:
-            _rename(target, kept)
+            rename(target, kept)
             _reached("moved-repaired")
     if _ino(target) is None and _ino(kept) == new_ino:
-        _rename(backup, target)
+        rename(backup, target)
     if _ino(target) == old_ino and _ino(backup) == new_ino:
-        _rename(backup, kept)
+        rename(backup, kept)
     if not (_ino(target) == old_ino and _ino(kept) == new_ino):
         raise ApplyFailed(f"{target}: the stores are not where the journal {journal_path} says; nothing more "
                           "was done")
     journal["phase"] = "rolled-back"
-    _write_json(journal_path, journal)
+    write_json(journal_path, journal)
     return dict(journal)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import numpy as np
 from rocketstore_spark.rebuild.settings import resolve
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.store.durable import write_json
 from rocketstore_spark.store.export import Slice, export
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 
@@ -126,7 +126,5 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
             "inventory": inventory(root),
             "checksums": {os.path.relpath(p, root): sha256(p) for p in touched if p.is_file()},
             "actions": actions, "alternatives": alternatives, "report": doc}
-    tmp = out / ".plan.json.tmp"
-    tmp.write_text(json.dumps(plan, indent=1, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, out / "plan.json")
+    write_json(out / "plan.json", plan)
     return plan

@@ -26,6 +26,7 @@ from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
 from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
@@ -112,7 +113,7 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
     if fmt not in FORMATS:
         raise ValueError(f"export format {fmt!r}: expected one of {', '.join(FORMATS)}")
     target = Path(target)
-    tmp = target.with_name(f".{target.name}.tmp")
+    tmp = temporary(target)
     written = 0
     try:
         if fmt == "parquet":
@@ -128,9 +129,7 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
                     for row in t.to_pylist():
                         out.write(json.dumps(_json_row(row), ensure_ascii=False) + "\n")
                     written += t.num_rows
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        publish(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
