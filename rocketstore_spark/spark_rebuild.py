@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from rocketstore_spark.datasource import session_cores
 from rocketstore_spark.datasource.planning import plan_partitions
 from rocketstore_spark.rebuild import spill
 from rocketstore_spark.rebuild.diff import Difference, compare
@@ -62,7 +63,7 @@ def rebuild(spark, store: str, output, options: dict | None = None, broker_conf:
     ``split_size``: CommitLog bytes per scan task (default: the store over the session's cores, as the
     ``rocketmq`` source plans)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = session_cores(spark)
     ranges = plan_partitions([(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)],
                              split_size, parallelism)
     work = out / spill.SPILL_DIR

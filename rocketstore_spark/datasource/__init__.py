@@ -23,13 +23,26 @@ def register(spark) -> None:
     workers = nullcontext()
     if not is_connect(spark):
         sc = spark.sparkContext
-        sc.environment[PARALLELISM_ENV] = str(sc.defaultParallelism)
+        sc.environment[PARALLELISM_ENV] = str(session_cores(spark))
         workers = worker_python(sc)
     with workers:
         for source in sources():
             if source.name() == "rocketmq" and pushdown_is_scan_scoped(spark):
                 source = RocketMQPushdownDataSource
             spark.dataSource.register(source)
+
+
+def session_cores(spark) -> int:
+    """How many tasks the session runs at once (driver): its default parallelism; for a Spark Connect client,
+    which cannot ask the server's SparkContext, ``spark.default.parallelism`` where set, else this machine's
+    cores (right for a local Connect server)."""
+    if not is_connect(spark):
+        return max(1, spark.sparkContext.defaultParallelism)
+    import os
+    try:
+        return max(1, int(spark.conf.get("spark.default.parallelism")))
+    except Exception:                       # noqa: BLE001 -- not set (Connect raises its own error type)
+        return os.cpu_count() or 1
 
 
 def is_connect(spark) -> bool:

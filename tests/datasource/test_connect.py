@@ -56,6 +56,10 @@ cp = read("rocketmq_checkpoint").load(paths["clean"]).select(
 out["checkpoint"] = [r.asDict() for r in cp]
 out["consumer_offsets"] = [[r.topic, r.consumer_group, r.queue_id, r.consumer_offset]
                            for r in read("rocketmq_consumer_offsets").load(paths["offsets"]).collect()]
+from rocketstore_spark.spark_rebuild import rebuild
+rebuilt = rebuild(spark, paths["clean"], paths["rebuild"])
+out["rebuild"] = {"statuses": sorted({d.status for d in rebuilt.differences}), "findings": rebuilt.findings,
+                  "queues": len(rebuilt.queues)}
 try:
     read("rocketmq").option("splitsise", "1").load(paths["clean"]).count()
     out["option_error"] = None
@@ -67,9 +71,11 @@ print("''' + MARK + '''" + json.dumps(out), flush=True)
 
 
 @pytest.fixture(scope="module")
-def connect():
+def connect(tmp_path_factory):
     clean, corrupt, offsets = BY_ID["5.5.1/clean"], BY_ID["4.9.8/corrupt-body"], BY_ID["5.5.1/consumer-offsets"]
-    paths = {"clean": str(clean.store), "corrupt": str(corrupt.store), "offsets": str(offsets.store)}
+    rebuild_out = tmp_path_factory.mktemp("connect") / "rebuilt"
+    paths = {"clean": str(clean.store), "corrupt": str(corrupt.store), "offsets": str(offsets.store),
+             "rebuild": str(rebuild_out)}
     env = {k: v for k, v in os.environ.items()
            if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "MASTER")
            and not k.startswith("PYSPARK_GATEWAY")}
@@ -80,7 +86,7 @@ def connect():
     lines = [line for line in proc.stdout.splitlines() if line.startswith(MARK)]
     assert proc.returncode == 0 and lines, f"Connect child failed ({proc.returncode}):\n{proc.stderr[-6000:]}"
     print(f"Connect child: {time.monotonic() - started:.1f} s")
-    return json.loads(lines[-1][len(MARK):])
+    return {**json.loads(lines[-1][len(MARK):]), "rebuild_out": rebuild_out}
 
 
 def test_the_session_is_connect_without_pushdown(connect):
@@ -126,3 +132,17 @@ def test_an_unknown_option_is_a_readable_error(connect):
     kind, message = connect["option_error"]
     assert kind == "AnalysisException"
     assert "rocketmq: unknown option(s) splitsise; the options are: path" in message
+
+
+def test_the_spark_rebuild_runs_on_connect_and_writes_rocketmqs_files(connect):
+    """The rebuild job asks the session for its cores without a SparkContext; its files are RocketMQ's."""
+    expected = BY_ID["5.5.1/clean"].store.parent / "expected-rebuild"
+    out = connect["rebuild_out"]
+    assert connect["rebuild"]["statuses"] == ["identical"] and connect["rebuild"]["findings"] == []
+    queue_files = sorted(p.relative_to(out / "consumequeue") for p in (out / "consumequeue").rglob("*") if p.is_file())
+    assert queue_files == sorted(p.relative_to(expected / "consumequeue")
+                                 for p in (expected / "consumequeue").rglob("*") if p.is_file())
+    assert all((out / "consumequeue" / f).read_bytes() == (expected / "consumequeue" / f).read_bytes()
+               for f in queue_files)
+    assert [p.read_bytes() for p in sorted((out / "index").iterdir())] == \
+        [p.read_bytes() for p in sorted((expected / "index").iterdir())]
