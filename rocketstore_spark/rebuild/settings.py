@@ -61,6 +61,8 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                 given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
     for k, v in (options or {}).items():
         if v is not None:
+            if isinstance(v, str) and k in broker_conf.STORE_SETTINGS:      # typed as broker.conf values are
+                v = broker_conf.store_settings({k: v})[k]
             given[k], sources[k] = v, "option"
     values = {k: default for k, (_, default) in broker_conf.STORE_SETTINGS.items()}
     sources.update({k: "RocketMQ's default" for k in values if k not in sources})

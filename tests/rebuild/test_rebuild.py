@@ -141,6 +141,18 @@ def test_broker_conf_settings_and_conflicts_with_what_the_files_show(tmp_path):
     assert result.settings.geometry == Geometry(128, 512) and result.settings.sources["maxHashSlotNum"].startswith("broker.conf")
 
 
+def test_options_given_as_text_are_typed_as_broker_conf_values():
+    """Options often come as text (job arguments, a scheduler's parameters): "64" is the 64 the files show,
+    not a conflict, and the geometry is built from numbers."""
+    layout = discover(str(CLEAN[0].store))[0]            # IndexFiles of 64 slots x 256 entries
+    as_text = resolve(layout, {"maxHashSlotNum": "64", "maxIndexNum": " 256 ", "messageIndexEnable": "TRUE"})
+    assert as_text.conflicts == [] and as_text.geometry == Geometry(64, 256)
+    assert resolve(layout, {"maxHashSlotNum": "128"}).conflicts == \
+        ["maxHashSlotNum=128 (option) but the store's IndexFiles have 64"]
+    with pytest.raises(ValueError, match="maxIndexNum='x' is not an integer"):
+        resolve(layout, {"maxIndexNum": "x"})
+
+
 @pytest.mark.parametrize("g", CLEAN[:1], ids=lambda g: g.id)
 def test_consumequeue_entries_written_as_they_come_are_the_same_bytes(g, tmp_path, monkeypatch):
     # batches of 7 records and nothing held back: every batch's runs are written at once, each queue's files
