@@ -14,7 +14,7 @@ PARSERS = {"topics": ("topics.json", config_json.topics),
 
 
 def test_both_rocketmq_lines_have_config_files():
-    assert sorted(g.version for g in CONFIG_GOLDENS) == ["4.9.8", "5.1.4", "5.5.1"]
+    assert sorted(g.version for g in CONFIG_GOLDENS) == ["4.9.8", "5.1.4", "5.3.3", "5.5.1"]
 
 
 @pytest.mark.parametrize("table", PARSERS)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 GENERATOR = HERE / "generator"
-DEFAULT_VERSIONS = ("4.9.8", "5.1.4", "5.5.1")
+DEFAULT_VERSIONS = ("4.9.8", "5.1.4", "5.3.3", "5.5.1")
 JVM_OPTS = [
     # RocketMQ unmaps files through JDK internals
     "--add-opens", "java.base/java.nio=ALL-UNNAMED",

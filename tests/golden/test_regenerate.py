@@ -1,6 +1,6 @@
 """The regeneration command still builds and runs, and what it produces passes every manifest check.
 
-Marked ``slow`` (Maven downloads two RocketMQ versions on a fresh machine, then about five minutes of
+Marked ``slow`` (Maven downloads the RocketMQ versions on a fresh machine, then several minutes of
 RocketMQ runs). It runs in CI (`make test`); locally, `make test-fast` skips it.
 """
 from __future__ import annotations
