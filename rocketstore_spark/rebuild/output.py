@@ -210,6 +210,24 @@ class ConsumeQueueWriter:
             fsync_dirs(self.root)
 
 
+def open_index_file(tmp: Path, geometry: Geometry, preset: tuple[int, int] | None = None) -> np.memmap:
+    """A new IndexFile being written at ``tmp`` (all zero, ``geometry.file_size`` bytes, mapped writable), its
+    header pre-set from the (physical offset, store time) of the key before it, if any."""
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with open(tmp, "wb") as f:
+        f.truncate(geometry.file_size)
+    buf = np.memmap(tmp, dtype=np.uint8, mode="r+")
+    if preset is not None:
+        ix.preset(buf, *preset)
+    return buf
+
+
+def finish_index_file(buf: np.memmap, tmp: Path, path: Path, sync_dir: bool = True) -> None:
+    """The IndexFile mapped in ``buf`` written back and published under its final name ``path``."""
+    buf.flush()
+    publish(tmp, path, sync_dir=sync_dir)
+
+
 class IndexWriter:
     """Writes IndexFiles under ``root`` (= DIR/index) from keys in put order; one file open at a time."""
 
@@ -238,21 +256,14 @@ class IndexWriter:
                 self._close_file()
 
     def _open(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
         self._tmp = temporary(self.root / f"building-{len(self.files)}")
-        with open(self._tmp, "wb") as f:
-            f.truncate(self.geometry.file_size)
-        self._buf = np.memmap(self._tmp, dtype=np.uint8, mode="r+")
-        if self._end is not None:
-            ix.preset(self._buf, *self._end)
+        self._buf = open_index_file(self._tmp, self.geometry, self._end)
         self._first_ms = None
 
     def _close_file(self) -> None:
-        self._buf.flush()
-        del self._buf
-        self._buf = None
         name, self._last_name_ms = index_name(self._first_ms, self._last_name_ms)
-        publish(self._tmp, self.root / name, sync_dir=False)
+        finish_index_file(self._buf, self._tmp, self.root / name, sync_dir=False)
+        self._buf = None
         self.files.append(name)
 
     def close(self) -> None:

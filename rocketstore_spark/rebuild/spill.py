@@ -26,8 +26,8 @@ from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.rebuild import indexfile as ix
-from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult
-from rocketstore_spark.store.durable import publish, temporary
+from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult, finish_index_file, open_index_file
+from rocketstore_spark.store.durable import temporary
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 SPILL_DIR = ".rebuild-spill"
@@ -137,20 +137,13 @@ def write_index_file(spill: Path, task_keys: list[int], root: Path, name: str, g
                      count: int) -> int:
     """One IndexFile (executor): the ``count`` keys from global rank ``first`` on (``task_keys``: keys per scan
     task, in order), its header pre-set from the key before (none for the first file). Returns the keys put."""
-    root.mkdir(parents=True, exist_ok=True)
     tmp = temporary(root / name)
-    with open(tmp, "wb") as f:
-        f.truncate(geometry.file_size)
-    buf = np.memmap(tmp, dtype=np.uint8, mode="r+")
-    if first > 0:
-        ix.preset(buf, *key_at(spill, task_keys, first - 1))
+    buf = open_index_file(tmp, geometry, key_at(spill, task_keys, first - 1) if first > 0 else None)
     put = 0
     task, at = _locate(task_keys, first)
     while put < count and task < len(task_keys):
         for rows in _read(keys_path(spill, task), KEY_SPILL, at, count - put):
             put += ix.put_keys(buf, geometry, rows["key_hash"], rows["physical_offset"], rows["store_timestamp"])
         task, at = task + 1, 0
-    buf.flush()
-    del buf
-    publish(tmp, root / name)
+    finish_index_file(buf, tmp, root / name)
     return put

@@ -18,21 +18,21 @@ def temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp")
 
 
-def fsync_dir(path: Path) -> None:
-    """Make the directory's entries (created, renamed, removed files) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the directory's entries (created, renamed, removed files) durable."""
+    _fsync(path, os.O_DIRECTORY)
 
 
 def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, 0)
 
 
 def publish(tmp: Path, path: Path, sync_dir: bool = True) -> None:
