@@ -193,7 +193,7 @@ def stage(plan: dict, staging: Path, settings: RebuildSettings, link: bool) -> d
     """Step 2 into ``staging`` (which must not exist): what was staged."""
     store = Path(plan["store"])
     report = plan["report"]
-    deleted = set(report["commitlog_files_deleted"])
+    deleted = {f for a in plan["actions"] if a["action"] == "delete" for f in a["files"]}
     cut = next((a for a in plan["actions"] if a["action"] == "cut"), None)
     layout = discover(str(store))[0]
     kept = [os.path.relpath(s.path, store) for s in layout.segments

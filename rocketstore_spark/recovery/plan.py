@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from rocketstore_spark.rebuild.settings import resolve
-from rocketstore_spark.recovery.report import recovery_report
+from rocketstore_spark.recovery.report import final_process_offset, recovery_report
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.durable import write_json
 from rocketstore_spark.store.export import Slice, export
@@ -84,7 +84,11 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     out.mkdir(parents=True, exist_ok=True)
     doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
     root = Path(layout.files.root or layout.files.commitlog_dir.parent)
-    po = doc["process_offset"]
+    # the clean starts after this one would cut further (damage this start's walk skipped): the repair cuts
+    # where the last of them would, so the repaired store starts cleanly every time, not only the next time
+    end = doc["later_starts"][-1] if doc["later_starts"] else doc
+    po = final_process_offset(doc)
+    deleted = doc["commitlog_files_deleted"] + [f for later in doc["later_starts"] for f in later["commitlog_files_deleted"]]
     actions, touched, alternatives = [], [], []
     lost_file = out / "lost-messages.parquet"
     delay_levels = resolve(layout, options, broker_conf).message_delay_level
@@ -92,23 +96,26 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     exported = export([layout], lost_file, Slice(from_offset=po or 0, crc_ok_only=True), delay_levels=delay_levels)
     actions.append({"action": "export", "what": "every valid, CRC-correct message the restart would lose",
                     "file": str(lost_file), "messages": exported})
-    if po is not None and doc["stop"]["file"]:
-        stop = root / doc["stop"]["file"]
-        if doc["commitlog_bytes_cut"] or doc["lost"]["messages"] or dirty_after(stop, doc["stop"]["file_position"]):
-            actions.append({"action": "cut", "file": doc["stop"]["file"], "at": doc["stop"]["file_position"],
-                            "why": doc["stop"]["reason"],
-                            "how": "zero the bytes from this position to the end of the segment"})
-            if "BODYCRC" in (doc["stop"]["reason"] or ""):
+    if po is not None and end["stop"]["file"]:
+        stop = root / end["stop"]["file"]
+        if end["commitlog_bytes_cut"] or end["lost"]["messages"] or dirty_after(stop, end["stop"]["file_position"]):
+            why = end["stop"]["reason"]
+            if end is not doc:
+                why = (f"{why}; the next start ends the log at {doc['process_offset']}, but a clean start after it "
+                       f"walks from {end['start_file']} ({end['start_reason']}) and ends it here")
+            actions.append({"action": "cut", "file": end["stop"]["file"], "at": end["stop"]["file_position"],
+                            "why": why, "how": "zero the bytes from this position to the end of the segment"})
+            if "BODYCRC" in (end["stop"]["reason"] or ""):
                 alternatives.append(
                     "The log ends at a record whose body fails its CRC. Cutting there loses the valid messages "
                     "after it (exported). To keep them in the log instead, restart the broker once with "
                     "checkCRCOnRecover=false: RocketMQ then reads on past the damaged record and serves its "
                     "corrupt body as it is; run `rocketstore recover report` with that setting first.")
             touched.append(stop)
-    if doc["commitlog_files_deleted"]:
-        actions.append({"action": "delete", "files": doc["commitlog_files_deleted"],
+    if deleted:
+        actions.append({"action": "delete", "files": deleted,
                         "why": "segments after the end of the log, which RocketMQ deletes"})
-        touched += [root / f for f in doc["commitlog_files_deleted"]]
+        touched += [root / f for f in deleted]
     actions.append({"action": "rebuild", "what": "consumequeue/ and index/ from the cut CommitLog",
                     "how": "rocketstore rebuild (byte for byte what RocketMQ writes), then swap directories"})
     for name in ("checkpoint", "abort"):

@@ -18,6 +18,10 @@ document (driver or CLI; reads the store read-only, writes nothing).
     lost                    valid, CRC-correct messages at or after process_offset: count, offsets, store
                             times, per topic and per queue
     consumer_offsets_past_end   committed offsets beyond their queue's end after recovery
+    later_starts            the clean starts after this one that would cut the log further, in order (a
+                            crash recovery that skipped damage a clean start walks again): each one's
+                            start_file, start_reason, walk, process_offset, stop, commitlog_files_deleted,
+                            commitlog_bytes_cut and lost, as above
 """
 from __future__ import annotations
 
@@ -94,22 +98,41 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "consumequeues": queues,
         "index_files_deleted": r.index_files_deleted,
         "dispatch": {"from": r.dispatch_from, "to": r.dispatch_to},
-        "lost": _lost(r),
+        "lost": _lost(r.lost),
         "consumer_offsets_past_end": _offsets_past_end(layout, r),
+        "later_starts": _later_starts(r, w.process_offset if w else None),
     }
     return doc, r
 
 
+def _later_starts(r: RecoveryReport, process_offset: int | None) -> list[dict]:
+    out = []
+    for later in r.later_starts:
+        w = later.walk
+        out.append({"start_file": w.start_file, "start_reason": w.start_reason, "walk": w.segments_walked,
+                    "process_offset": w.process_offset,
+                    "stop": {"file": f"commitlog/{w.stop_file}", "file_position": w.stop_position,
+                             "reason": w.stop_reason},
+                    "commitlog_files_deleted": later.commitlog_files_deleted,
+                    "commitlog_bytes_cut": process_offset - w.process_offset, "lost": _lost(later.lost)})
+        process_offset = w.process_offset
+    return out
+
+
+def final_process_offset(doc: dict) -> int | None:
+    """Where the log ends once the clean starts after this one are done cutting (``later_starts``)."""
+    return doc["later_starts"][-1]["process_offset"] if doc["later_starts"] else doc["process_offset"]
+
+
 def harmful(doc: dict) -> bool:
-    """Whether the restart the report describes loses or cuts anything (messages, CommitLog bytes or files,
-    ConsumeQueue entries or files)."""
+    """Whether the restart the report describes, or a clean start after it, loses or cuts anything (messages,
+    CommitLog bytes or files, ConsumeQueue entries or files)."""
     no_log = doc["process_offset"] is None and any(q["max_offset_on_disk"] for q in doc["consumequeues"])
     return bool(no_log or doc["lost"]["messages"] or doc["commitlog_bytes_cut"] or doc["commitlog_files_deleted"]
-                or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]))
+                or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]) or doc["later_starts"])
 
 
-def _lost(r: RecoveryReport) -> dict:
-    t = r.lost
+def _lost(t) -> dict:
     if t is None or not t.num_rows:
         return {"messages": 0, "first_physical_offset": None, "last_physical_offset": None,
                 "first_store_time": None, "last_store_time": None, "topics": {}, "queues": []}

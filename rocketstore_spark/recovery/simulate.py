@@ -228,25 +228,16 @@ class Simulation:
         n = len(self.layout.segments)
         cp = self.checkpoint
         if not self.abnormal:
-            if self.family in ("4.9.x", "5.0-5.3.1"):
-                return max(0, n - 3), "normal start: the third-last segment (or the first)"
-            if self.family == "5.3.2-5.3.x":
-                ok = [k for k in range(n) if self.layout.segments[k].base_offset <= max_cq]
-                return (ok[-1] if ok else 0), f"normal start: the last segment whose base offset <= maxCQ {max_cq}"
-            return self._search(lambda c: c.first_valid and c.first_physical_offset is not None
-                                and c.first_physical_offset <= max_cq
-                                and (not self.index_safe or c.first_store_timestamp <= cp["index_msg_timestamp"]),
-                                f"normal start: the newest segment whose first record is valid with PHYSICALOFFSET "
-                                f"<= maxCQ {max_cq}")
+            return self.normal_start(n, max_cq)
         if self.family == "5.5.x":
             if cp["logics_physical_offset"] > 0:
                 bound = cp["logics_physical_offset"]
-                return self._search(lambda c: c.first_valid and c.first_physical_offset is not None
+                return self._search(n, lambda c: c.first_valid and c.first_physical_offset is not None
                                     and c.first_physical_offset <= bound,
                                     f"crash: the newest segment whose first record is valid with PHYSICALOFFSET <= "
                                     f"the checkpoint's logicsPhysicalOffset {bound}")
             bound = cp["logics_msg_timestamp"]
-            return self._search(lambda c: c.first_valid and c.first_store_timestamp <= bound,
+            return self._search(n, lambda c: c.first_valid and c.first_store_timestamp <= bound,
                                 f"crash: the newest segment whose first record is valid and stored at or before "
                                 f"the checkpoint's logicsMsgTimestamp {bound}")
         bound = cp["min_timestamp_index"] if self.index_enable and self.index_safe else cp["min_timestamp"]
@@ -257,6 +248,21 @@ class Simulation:
                            f"<= the checkpoint's minimum {bound} (min(physic, logics) - 3 s)")
         return 0, "crash: no segment's first record is old enough: the first segment"
 
+    def normal_start(self, n: int, max_cq: int, end: int | None = None) -> tuple[int, str]:
+        """(index of the segment a clean start walks from, why), over the first ``n`` segments; ``end``: the
+        log was cut there (a first record not wholly below it is gone)."""
+        if self.family in ("4.9.x", "5.0-5.3.1"):
+            return max(0, n - 3), "normal start: the third-last segment (or the first)"
+        if self.family == "5.3.2-5.3.x":
+            ok = [k for k in range(n) if self.layout.segments[k].base_offset <= max_cq]
+            return (ok[-1] if ok else 0), f"normal start: the last segment whose base offset <= maxCQ {max_cq}"
+        index_ts = self.checkpoint["index_msg_timestamp"]
+        return self._search(n, lambda c: c.first_valid and c.first_physical_offset is not None
+                            and c.first_physical_offset <= max_cq and (end is None or c.base_offset < end)
+                            and (not self.index_safe or c.first_store_timestamp <= index_ts),
+                            f"normal start: the newest segment whose first record is valid with PHYSICALOFFSET "
+                            f"<= maxCQ {max_cq}")
+
     def segment_head(self, k: int) -> SegmentCheck:
         """Only the first record's header of segment ``k`` (no scan)."""
         if k in self._checks:
@@ -266,8 +272,7 @@ class Simulation:
         _first_record(seg.path, c)
         return c
 
-    def _search(self, ok, why: str) -> tuple[int, str]:
-        n = len(self.layout.segments)
+    def _search(self, n: int, ok, why: str) -> tuple[int, str]:
         oldest = max(0, n - self.recover_max)
         for k in range(n - 1, oldest - 1, -1):
             if k > oldest:
@@ -276,28 +281,55 @@ class Simulation:
                 return k, why
         return oldest, why + f": none within {self.recover_max} segments (commitLogRecoverMaxNum), the oldest examined"
 
-    def walk(self, start: int, why: str) -> Walk:
-        """Step 2 from segment ``start``."""
+    def walk(self, start: int, why: str, end: int | None = None) -> Walk:
+        """Step 2 from segment ``start``; ``end``: the log as an earlier start cut it (nothing at or after it,
+        segments beyond it deleted)."""
         segs = self.layout.segments
+        last = len(segs) if end is None else sum(1 for s in segs if s.base_offset <= end)
         w = Walk(os.path.basename(segs[start].path), why, segs[start].base_offset, None, None, "")
-        for k in range(start, len(segs)):
-            self._prefetch(k + 1)
+        for k in range(start, last):
+            if k + 1 < last:
+                self._prefetch(k + 1)
             c = self.segment(k)
             w.segments_walked.append(c.file)
             s = c.scan
             crc_at = None if s.first_crc_failure is None or not self.check_crc else s.first_crc_failure - c.base_offset
             stop = s.stop_position if s.stop_position is not None else s.valid_end
+            cut_here = end is not None and end - c.base_offset <= stop
+            if cut_here:
+                stop = end - c.base_offset
             if crc_at is not None and crc_at < stop:
                 w.process_offset, w.stop_file, w.stop_position = c.base_offset + crc_at, c.file, crc_at
                 w.stop_reason = "BODYCRC mismatch (checkCRCOnRecover)"
                 return w
-            if s.stop == Stop.BLANK and k + 1 < len(segs):
+            if not cut_here and s.stop == Stop.BLANK and k + 1 < last:
                 continue
             w.process_offset, w.stop_file, w.stop_position = c.base_offset + stop, c.file, stop
-            w.stop_reason = {Stop.BLANK: "BLANK record in the last segment: the end of the log",
-                             Stop.ZERO: "zero fill: the end of the log"}.get(s.stop, s.stop_reason)
+            w.stop_reason = "zero fill where the start before cut the log: the end of the log" if cut_here else \
+                {Stop.BLANK: "BLANK record in the last segment: the end of the log",
+                 Stop.ZERO: "zero fill: the end of the log"}.get(s.stop, s.stop_reason)
             return w
         return w
+
+    def later_starts(self, po: int, max_cq: int) -> list[Walk]:
+        """The clean starts after this one, each on the store the one before left (the log ending at ``po``,
+        its queues reaching ``max_cq``), as long as each cuts the log further. This start's walk may begin
+        after damage that a clean start walks again (a crash: the checkpoint lets it skip older segments; a
+        cut: deleted segments bring older ones into the last three), and RocketMQ then ends the log there:
+        4.9.8, measured, kept a body with a bad CRC two segments back on its crash recovery and cut there on
+        the clean restart after it (docs/format/recovery.md, "Later clean starts")."""
+        walks = []
+        while po is not None:
+            n = sum(1 for s in self.layout.segments if s.base_offset <= po)
+            if not n:
+                break
+            start, why = self.normal_start(n, max_cq, end=po)
+            w = self.walk(start, why, end=po)
+            if w.process_offset >= po:
+                break
+            walks.append(w)
+            po, max_cq = w.process_offset, min(max_cq, w.process_offset)
+        return walks
 
     # ---------------------------------------------------------------------------------------- run
 
@@ -352,6 +384,14 @@ class Simulation:
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
         report.dispatch_from, report.dispatch_to = lo, po
+        max_cq_after = max((st.max_physical for st in states.values()), default=-1)
+        cut_to = po
+        for w in self.later_starts(po, max_cq_after):
+            report.later_starts.append(LaterStart(
+                w, [os.path.relpath(s.path, str(files.root or files.commitlog_dir.parent))
+                    for s in segs if w.process_offset < s.base_offset <= cut_to],
+                self._lost(w.process_offset, cut_to)))
+            cut_to = w.process_offset
         return report
 
     def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
@@ -370,11 +410,14 @@ class Simulation:
                 slots = cq.place(states[key], cols["queue_offset"], cols["physical_offset"], cols["size"],
                                  self.settings.consume_queue_file_size)
                 by_queue[key].redispatched += int((slots >= 0).sum())
-        lost_columns = ("physical_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "transaction_type")
-        lost = [t.filter(t["body_crc_ok"]).select(lost_columns)
-                for t in self._records((*lost_columns, "body_crc_ok"), po, None)]
-        report.lost = pa.concat_tables(lost) if lost else None
+        report.lost = self._lost(po, None)
         return states
+
+    def _lost(self, lo: int, hi: int | None) -> pa.Table | None:
+        """The valid, CRC-correct records in [lo, hi) (hi None: to the end): what a cut at ``lo`` loses."""
+        columns = ("physical_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "transaction_type")
+        lost = [t.filter(t["body_crc_ok"]).select(columns) for t in self._records((*columns, "body_crc_ok"), lo, hi)]
+        return pa.concat_tables(lost) if lost else None
 
     def _records(self, columns: tuple[str, ...], lo: int, hi: int | None):
         """The records whose physical offset lies in [lo, hi) (hi None: to the end), as tables of ``columns``;
@@ -412,6 +455,14 @@ class Simulation:
 
 
 @dataclass
+class LaterStart:
+    """A clean start after the one simulated that cuts the log further (``Simulation.later_starts``)."""
+    walk: Walk
+    commitlog_files_deleted: list[str]      # beyond the start before's
+    lost: pa.Table | None                   # valid, CRC-correct records between its end and the start before's
+
+
+@dataclass
 class RecoveryReport:
     release_family: str
     shutdown: str                            # "normal" or "abnormal"
@@ -425,6 +476,7 @@ class RecoveryReport:
     dispatch_from: int | None = None
     dispatch_to: int | None = None
     lost: pa.Table | None = None             # valid, CRC-correct records at or after process_offset
+    later_starts: list[LaterStart] = field(default_factory=list)
 
 
-__all__ = ["FAMILIES", "RecoveryReport", "Simulation", "family", "recover_queue", "truncate_queue"]
+__all__ = ["FAMILIES", "LaterStart", "RecoveryReport", "Simulation", "family", "recover_queue", "truncate_queue"]

@@ -61,6 +61,19 @@ def render_recovery(doc: dict) -> str:
                    "(or --in-place)")
     else:
         out.append("Nothing valid would be lost.")
+    for k, later in enumerate(doc["later_starts"], 1):
+        lost = later["lost"]
+        out += ["", f"THEN: clean start {k} after it cuts the log further",
+                f"  the CommitLog walk starts at {later['start_file']}: {later['start_reason']}",
+                f"  it stops at {later['stop']['file']} byte {later['stop']['file_position']:,}: "
+                f"{later['stop']['reason']}",
+                f"  the CommitLog would end at physical offset {later['process_offset']:,}; segments deleted: "
+                f"{', '.join(later['commitlog_files_deleted']) or 'none'}",
+                f"  lost: {lost['messages']:,} valid, CRC-correct message(s)" + (
+                    f" at physical offsets {lost['first_physical_offset']:,} .. {lost['last_physical_offset']:,}"
+                    if lost["messages"] else "")]
+    if doc["later_starts"]:
+        out.append("  a repair (rocketstore recover plan / apply) cuts there now, after exporting what it loses")
     past = doc["consumer_offsets_past_end"]
     if past:
         out += ["", "Consumer offsets beyond their queue's end after recovery", render_table(
@@ -90,6 +103,10 @@ def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
                     f"in {_n(len(lost['topics']), 'topic')}.")
     elif cut or doc["commitlog_files_deleted"] or shortened:
         headline = "A restart now would cut data from the store, but no valid message would be lost."
+    elif doc["later_starts"]:
+        later = sum(x["lost"]["messages"] for x in doc["later_starts"])
+        headline = (f"A restart now keeps everything, but a clean restart after it would cut the log and lose "
+                    f"{_n(later, 'valid message')}.")
     else:
         headline = "A restart now keeps everything: nothing would be cut or lost."
     out = [("The broker did not shut down cleanly (the abort file is present), so its next start runs crash "
@@ -125,6 +142,14 @@ def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
                    f"them before restarting the broker: rocketstore recover plan {doc['store']} --output DIR.")
     else:
         out.append("No valid, CRC-correct message would be lost.")
+    for later in doc["later_starts"]:
+        stop = later["stop"]
+        out.append(f"That start leaves damage it did not read: the clean start after it reads from segment "
+                   f"{later['start_file']} and stops at {stop['file']} byte {stop['file_position']:,} "
+                   f"({stop['reason']}), ending the log at physical offset {later['process_offset']:,} and losing "
+                   f"{_n(later['lost']['messages'], 'more valid message')}"
+                   + (f" and {_n(len(later['commitlog_files_deleted']), 'segment')}"
+                      if later["commitlog_files_deleted"] else "") + ".")
     if past:
         out.append(f"{_n(len(past), 'committed consumer offset')} would point past the end of its queue after the "
                    "restart; the broker moves such a consumer back to the queue's end, and it skips messages "
