@@ -43,6 +43,7 @@ def report(argv) -> tuple[dict, int]:
 
 
 def main(spark, argv) -> int:
+    from rocketstore_spark.recovery.report import final_process_offset
     from rocketstore_spark.report.documents import text_stream, write_document
     from rocketstore_spark.report.recovery_text import render_recovery
     args = parse_args(argv)
@@ -51,12 +52,14 @@ def main(spark, argv) -> int:
     print(render_recovery(doc), file=text)
     if args.json:
         write_document(doc, args.json)
-    if args.lost_output and doc["lost"]["messages"]:
+    # a clean start after this one may cut further back (later_starts): what it loses is exported too
+    at_risk = doc["lost"]["messages"] + sum(later["lost"]["messages"] for later in doc["later_starts"])
+    if args.lost_output and at_risk:
         lost = (spark.read.format("rocketmq").load(doc["store"])
-                .where(f"physical_offset >= {doc['process_offset']} AND body_crc_ok"))
+                .where(f"physical_offset >= {final_process_offset(doc)} AND body_crc_ok"))
         lost.write.format("delta").mode("overwrite").save(args.lost_output)
-        print(f"{doc['lost']['messages']} message(s) that the restart would lose written to {args.lost_output}",
-              file=text)
+        print(f"{at_risk} message(s) that the restart{' or a clean start after it' if doc['later_starts'] else ''} "
+              f"would lose written to {args.lost_output}", file=text)
     return code
 
 

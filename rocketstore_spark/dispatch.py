@@ -115,7 +115,9 @@ def index_keys(records: pa.Table, release: Release) -> pa.Table:
                                             uniq_valid, keys_data, keys_offsets, keys_list_offsets, tags_data,
                                             tags_offsets, tags_valid, release.index_tags, ascii)
     physical = records["physical_offset"].to_numpy()[rows]
-    stamp = pc.cast(records["store_timestamp"], pa.int64()).to_numpy()[rows] // 1000       # us -> ms
+    # us -> ms; a store time no TIMESTAMP holds (damage) is null in ``records``: 0 here (the raw value is gone;
+    # codec.dispatch_kernel.DispatchDecoder keeps it)
+    stamp = pc.cast(records["store_timestamp"], pa.int64()).fill_null(0).to_numpy()[rows] // 1000
     return pa.table({"key_hash": pa.array(hashes), "physical_offset": pa.array(physical, pa.int64()),
                      "store_timestamp": pa.array(stamp, pa.int64()), "kind": pa.array(kinds)})
 

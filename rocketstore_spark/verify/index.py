@@ -6,8 +6,8 @@ what the file holds, every slot head and prev_index in range and pointing to an 
 slot (so no chain can loop), every entry reachable from its slot's head, time differences within the
 header's span.
 
-Keys (``index.wrong_entry``, ``missing_key``): RocketMQ's dispatch rules (``dispatch.index_keys``, the same
-the rebuild uses) give the keys of every record from the header's begin to end physical offset; each entry's
+Keys (``index.wrong_entry``, ``missing_key``): RocketMQ's dispatch rules (``codec.dispatch_kernel.DispatchDecoder``, the
+same the rebuild uses) give the keys of every record from the header's begin to end physical offset; each entry's
 (key hash, physical offset) must be one of them, and each of them must be in the file — except for the
 records at the two ends, whose keys a rollover splits between two files. For the store's newest file the
 records after its end are counted too (``index.lagging``).
@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
-import pyarrow as pa
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.codec import indexfile
-from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import IndexFileView
@@ -151,19 +150,20 @@ def covered_keys(layout: StoreLayout, release: dispatch.Release, delay_levels: s
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(key hash, physical offset, store time in ms) of every key RocketMQ puts for the records from physical
     offset ``begin`` to ``end`` inclusive (None: to the end of the log), in put order."""
-    decoder = RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=delay_levels, batch_rows=1 << 16)
+    # the compiled dispatch (the rebuild's): raw store times, even those no TIMESTAMP column can hold
+    decoder = DispatchDecoder(delay_levels, index_tags=release.index_tags, batch_rows=1 << 16)
     hashes, phys, times = [], [], []
     for k, seg in enumerate(layout.segments):
         if seg.base_offset + seg.size <= begin or (end is not None and seg.base_offset > end):
             continue
         start = max(0, begin - seg.base_offset)
         for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
-            keys = dispatch.index_keys(pa.Table.from_batches([decoded.batch]), release)
-            phy = keys["physical_offset"].to_numpy()
+            window = decoded.batch
+            phy = window.key_physical_offset
             keep = (phy >= begin) & (phy <= end if end is not None else True)
-            hashes.append(keys["key_hash"].to_numpy()[keep].astype(np.int64))
+            hashes.append(window.key_hash[keep].astype(np.int64))
             phys.append(phy[keep])
-            times.append(keys["store_timestamp"].to_numpy()[keep])
+            times.append(window.key_store_timestamp[keep])
             if end is not None and len(phy) and phy[-1] > end:
                 break
         else:
