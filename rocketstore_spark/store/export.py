@@ -1,5 +1,5 @@
 """A slice of one or more stores' messages written out for replay: Parquet (every column, bodies as bytes) or
-JSON lines (bodies base64) (CLI ``rocketstore export`` and the repair plan's export of what a restart would
+JSON lines (bodies base64; ``codec.json_lines``) (CLI ``rocketstore export`` and the repair plan's export of what a restart would
 lose; in-process, one decoded window at a time, so memory is bounded whatever the store's size).
 
 ``Slice`` says which records: topic, queue, a KEYS value, a UNIQ_KEY, a TAGS value, a store-time window,
@@ -10,9 +10,6 @@ needed to publish a message again (topic, queue, flag, keys, tags, properties, b
 """
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rocketstore_spark.codec import json_lines
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
@@ -124,10 +122,9 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
                 if not written:
                     out.write_table(export_schema().empty_table())
         else:
-            with open(tmp, "w", encoding="utf-8") as out:
+            with open(tmp, "wb") as out:
                 for t in iter_slice(layouts, where, delay_levels):
-                    for row in t.to_pylist():
-                        out.write(json.dumps(_json_row(row), ensure_ascii=False) + "\n")
+                    json_lines.write_table(t, out)
                     written += t.num_rows
         publish(tmp, target)
     except BaseException:
@@ -135,16 +132,3 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
         raise
     return written
 
-
-def _json_row(row: dict) -> dict:
-    """One record for JSON: bytes as base64, times as ISO 8601 (UTC), the properties map as an object."""
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, bytes):
-            v = base64.b64encode(v).decode("ascii")
-        elif isinstance(v, dt.datetime):
-            v = (v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)).isoformat()
-        elif k == "properties" and isinstance(v, list):
-            v = dict(v)
-        out[k] = v
-    return out
