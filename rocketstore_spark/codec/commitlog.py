@@ -41,6 +41,7 @@ import numpy as np
 
 from rocketstore_spark.codec import native
 
+MAX_SEGMENT_SIZE = 2**31 - 1   # mappedFileSizeCommitLog is a Java int: no larger segment is RocketMQ's
 MAGIC_V1 = -626843481          # 0xDAA320A7
 MAGIC_V2 = -626843477          # 0xDAA320AB
 BLANK_MAGIC = -875286124       # 0xCBD43194

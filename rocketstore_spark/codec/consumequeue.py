@@ -16,6 +16,7 @@ ENTRY_SIZE = 20
 ENTRY_DTYPE = np.dtype([("commit_log_offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
 FILLER_SIZE = 0x7FFFFFFF
 EXT_ADDRESS_MAX = -2147483649     # tagsCode <= this is a ConsumeQueueExt address (docs/format/consumequeue.md)
+MAX_FILE_SIZE = 2**31 - 1         # mappedFileSizeConsumeQueue is a Java int: no larger file is RocketMQ's
 assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
 
 

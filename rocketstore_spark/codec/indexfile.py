@@ -22,6 +22,7 @@ SLOT_SIZE = 4
 ENTRY_SIZE = 20
 DEFAULT_HASH_SLOT_NUM = 5_000_000
 DEFAULT_INDEX_NUM = 20_000_000
+MAX_FILE_SIZE = 2**31 - 1          # IndexFile's fileTotalSize is a Java int: no larger file is RocketMQ's
 HEADER_DTYPE = np.dtype([("begin_timestamp", ">i8"), ("end_timestamp", ">i8"), ("begin_phy_offset", ">i8"),
                          ("end_phy_offset", ">i8"), ("hash_slot_count", ">i4"), ("index_count", ">i4")])
 ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("phy_offset", ">i8"), ("time_diff", ">i4"), ("prev_index", ">i4")])

@@ -85,8 +85,18 @@ def _first_difference(a: Path, b: Path) -> int | None:
     return None
 
 
+def _too_large(path: Path, limit: int, kind: str) -> str | None:
+    """Why a store file is not compared (a sparse or foreign file larger than RocketMQ writes), else None."""
+    size = path.stat().st_size
+    return f"store file of {size} bytes: larger than any {kind} file RocketMQ writes; not read" if size > limit \
+        else None
+
+
 def _index_difference(a: Path, b: Path) -> str | None:
     """None when identical, else where the first difference is (header field, slot, entry)."""
+    too_large = _too_large(a, indexfile.MAX_FILE_SIZE, "IndexFile")
+    if too_large:
+        return too_large
     i = _first_difference(a, b)
     if i is None:
         if a.stat().st_size == b.stat().st_size:
@@ -119,6 +129,10 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
         if a is None or b is None:
             out.append(Difference("consumequeue", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store",
                                   **queue))
+            continue
+        too_large = _too_large(a, consumequeue.MAX_FILE_SIZE, "ConsumeQueue")
+        if too_large:
+            out.append(Difference("consumequeue", store_rel, built_rel, "differs", **queue, detail=too_large))
             continue
         da, db = a.read_bytes(), b.read_bytes()
         out.append(Difference("consumequeue", store_rel, built_rel, "identical", **queue) if da == db else

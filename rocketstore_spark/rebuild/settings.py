@@ -82,8 +82,10 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
 
     index_files = [str(p) for p in layout.files.index_files()]
     observed_slots = store_slot_count(index_files) if index_files else None
-    if observed_slots is not None:
-        observed = read_index_file(index_files[0], observed_slots).geometry
+    # the geometry of the first IndexFile that has one with that slot count (a damaged or foreign file has none)
+    observed = next((g for g in (read_index_file(p, observed_slots).geometry for p in index_files) if g is not None),
+                    None) if observed_slots is not None else None
+    if observed is not None:
         for name, seen in (("maxHashSlotNum", observed.hash_slot_num), ("maxIndexNum", observed.index_num)):
             if name in given and given[name] != seen:
                 conflicts.append(f"{name}={given[name]} ({sources[name]}) but the store's IndexFiles have {seen}")

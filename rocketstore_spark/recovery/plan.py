@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rocketstore_spark.codec.commitlog import MAX_SEGMENT_SIZE
 from rocketstore_spark.rebuild.settings import resolve
 from rocketstore_spark.recovery.report import final_process_offset, recovery_report
 from rocketstore_spark.store.discovery import StorePathError, discover
@@ -78,6 +79,12 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
     layout = layouts[0]
+    giant = next((s for s in layout.segments if s.size > MAX_SEGMENT_SIZE), None)
+    if giant is not None:
+        # RocketMQ cannot load such a store, and checksumming a sparse file of that size has no bound
+        raise StorePathError(f"{giant.path}: {giant.size} bytes, larger than any CommitLog segment RocketMQ writes "
+                             "(mappedFileSizeCommitLog is a Java int): move it out of the store before planning a "
+                             "repair")
     out = outside_stores(output, store_roots(layouts), "plan directory")
     if (out / "plan.json").exists():
         raise OutputError(f"{out / 'plan.json'} already exists: give an empty or new directory")

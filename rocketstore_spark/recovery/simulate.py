@@ -88,6 +88,10 @@ class QueueRecovery:
 
 
 def _entries(path: str) -> np.ndarray:
+    """A queue file's entries; none for a file larger than RocketMQ writes (a sparse or foreign file, which
+    RocketMQ's MappedFileQueue.load refuses for its size anyway: reading it has no bound)."""
+    if os.path.getsize(path) > consumequeue.MAX_FILE_SIZE:
+        return consumequeue.decode_entries(b"").copy()
     with open(path, "rb") as f:
         return consumequeue.decode_entries(f.read()).copy()
 

@@ -64,6 +64,10 @@ def resolve_geometry(view: IndexFileView, hash_slot_num: int | None) -> None:
     several); for a file without entries, 4 entries per slot if the size allows it. Anything else leaves
     the geometry unknown, with the reason in ``problem``."""
     size, index_count = view.file_size, max(1, view.header["index_count"])
+    if size > indexfile.MAX_FILE_SIZE:
+        # a sparse or foreign file: no geometry is looked for (that would read it whole)
+        view.problem = f"{size} bytes: larger than any IndexFile RocketMQ writes (its size is a Java int)"
+        return
     default = indexfile.Geometry()
     if hash_slot_num is not None:
         view.geometry_source = "hashSlotNum option"

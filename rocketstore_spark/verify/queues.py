@@ -70,12 +70,24 @@ class _Entries:
     names: list[str]
 
 
+def _not_read(path: str, cq_offset: int) -> tuple[str, str] | None:
+    """(check, why) for a queue file that is not read, else None."""
+    size = os.path.getsize(path)
+    if cq_offset + size >= 2**63:                          # queue offsets there would overflow int64
+        return "consumequeue.file_gap", f"name {cq_offset} is beyond any queue byte offset (int64): the file is not read"
+    if size > consumequeue.MAX_FILE_SIZE:                  # a sparse or foreign file: reading it has no bound
+        return "consumequeue.file_size", (f"{size} bytes: larger than any ConsumeQueue file RocketMQ writes (its "
+                                          f"size is a Java int): the file is not read")
+    return None
+
+
 def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, int, int]]]:
-    """The entries of every file of the queue, and (relative name, queue byte offset, size) of each file."""
+    """The entries of every file of the queue that is read (``_not_read``), and (relative name, queue byte offset,
+    size) of each of them."""
     files, raws, qos, idx, pos = [], [], [], [], []
     for path, cq_offset in StoreMap.queue_files(queue_dir):
         k = len(files)
-        if cq_offset + os.path.getsize(path) >= 2**63:      # queue offsets there would overflow int64
+        if _not_read(path, cq_offset):
             continue
         with open(path, "rb") as f:
             data = f.read()
@@ -155,10 +167,11 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     v.files = len(files)
     out += _file_findings(topic, queue_id, files, file_size)
     if queue_dir is not None:
-        out += [finding("consumequeue.file_gap", os.path.relpath(p, root), None,
-                        f"name {o} is beyond any queue byte offset (int64): the file is not read", topic=topic,
-                        queue_id=queue_id)
-                for p, o in StoreMap.queue_files(queue_dir) if o + os.path.getsize(p) >= 2**63]
+        for p, o in StoreMap.queue_files(queue_dir):
+            skipped = _not_read(p, o)
+            if skipped:
+                out.append(finding(skipped[0], os.path.relpath(p, root), None, skipped[1], topic=topic,
+                                   queue_id=queue_id))
     raws = [entries.raw[entries.file == k] for k in range(len(files))]
     v.min_offset, v.max_offset = rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
                                                  release_5x)

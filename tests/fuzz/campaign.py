@@ -10,8 +10,13 @@ Mutations (``MUTATIONS``): bit flips and absurd header fields in CommitLog recor
 BLANK fills, duplicate/overlapping/misnamed segments, stray and special files (symlink loops, FIFOs,
 directories, sparse giants), and corrupt ConsumeQueue, IndexFile, checkpoint and consumerOffset.json files.
 
+With ``--tools-every K`` every K-th case also goes whole through the tools built on the readers, in process:
+verify, the recovery report, the rebuild (with its diff against the store's files), and a repair plan applied
+into a copy — where only ``StorePathError`` may refuse the plan (a segment larger than RocketMQ can write) and
+only ``ApplyFailed`` (the repaired store would not start cleanly, or a file cannot be copied) the apply.
+
 Invariants per case:
-1. no exception from any reader, no hang; strict mode raises StoreError exactly when the lenient read
+1. no exception from any reader or tool, no hang; strict mode raises StoreError exactly when the lenient read
    reports an error (or a BODYCRC mismatch), naming one of those checks;
 2. the store's bytes are unchanged by reading;
 3. records that end before the first damaged byte of their segment, and records of untouched segments,
@@ -45,13 +50,18 @@ sys.path.insert(0, str(ROOT))
 
 from rocketstore_spark.codec import config_json  # noqa: E402
 from rocketstore_spark.findings import StoreError  # noqa: E402
-from rocketstore_spark.store.discovery import discover  # noqa: E402
+from rocketstore_spark.rebuild.output import rebuild_store  # noqa: E402
+from rocketstore_spark.recovery.apply import ApplyFailed, apply_plan  # noqa: E402
+from rocketstore_spark.recovery.plan import make_plan  # noqa: E402
+from rocketstore_spark.recovery.report import recovery_report  # noqa: E402
+from rocketstore_spark.store.discovery import StorePathError, discover  # noqa: E402
 from rocketstore_spark.store.files import read_checkpoint, read_consumer_offsets  # noqa: E402
 from rocketstore_spark.store.indexes import iter_entries, read_index_file  # noqa: E402
 from rocketstore_spark.store.layout import StoreMap  # noqa: E402
 from rocketstore_spark.store.queues import read_queue  # noqa: E402
 from rocketstore_spark.store.records import read_table  # noqa: E402
 from rocketstore_spark.verify.segments import scan_segment  # noqa: E402
+from rocketstore_spark.verify.store import verify_store  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "rocketmq-5.5.1" / "clean" / "store"
 HASH_SLOTS = 64                     # the golden stores' IndexFile geometry
@@ -347,6 +357,26 @@ def read_everything(store: Path) -> tuple[list[dict], list]:
     return rows, findings
 
 
+def run_tools(store: Path) -> list[str]:
+    """Verify, the recovery report, the rebuild and a plan applied into a copy (outputs in a scratch directory);
+    what they say about the store is not judged here, only that each finishes. Returns notes (refusals)."""
+    notes = []
+    with tempfile.TemporaryDirectory(prefix="campaign-tools-") as scratch:
+        scratch = Path(scratch)
+        verify_store(str(store))
+        recovery_report(str(store))
+        rebuild_store(str(store), str(scratch / "rebuilt"))
+        try:
+            make_plan(str(store), scratch / "plan")
+        except StorePathError as e:                # a segment no RocketMQ could have written (a sparse giant)
+            return notes + [f"plan refused: {e}"[:300]]
+        try:
+            apply_plan(scratch / "plan", output=scratch / "repaired")
+        except ApplyFailed as e:
+            notes.append(f"apply refused: {e}"[:300])
+    return notes
+
+
 def clean_reference(store: Path) -> dict:
     rows, findings = read_everything(store)
     assert not findings, findings
@@ -393,12 +423,12 @@ def check_case(store: Path, clean: dict, mutation: dict, rows: list[dict], findi
     return problems
 
 
-def run(cases: int, seed: int, only: str | None = None) -> dict:
+def run(cases: int, seed: int, only: str | None = None, tools_every: int = 0) -> dict:
     signal.signal(signal.SIGALRM, _alarm)
     rnd = random.Random(seed)
     kinds = [k for k in MUTATIONS if only in (None, k)]
     weights = [MUTATIONS[k][1] for k in kinds]
-    failures, counts = [], {}
+    failures, counts, refusals = [], {}, []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         store = build_store(Path(tmp))
@@ -416,6 +446,8 @@ def run(cases: int, seed: int, only: str | None = None) -> dict:
                 before = snapshot(store)
                 rows, findings = read_everything(store)
                 problems = check_case(store, clean, mutation, rows, findings)
+                if tools_every and case % tools_every == 0:
+                    refusals += [{"case": case, "kind": kind, "note": note} for note in run_tools(store)]
                 if snapshot(store) != before:
                     problems.append("reading changed the store")
             except BaseException as e:              # noqa: BLE001 — every escape is a failure to report
@@ -431,6 +463,7 @@ def run(cases: int, seed: int, only: str | None = None) -> dict:
                 failures.append({"case": case, "kind": kind, "problems": ["undo left the store changed"]})
                 break
     return {"cases": cases, "seed": seed, "seconds": round(time.perf_counter() - started, 1), "kinds": counts,
+            "tool_cases": len(range(0, cases, tools_every)) if tools_every else 0, "refusals": refusals,
             "failures": failures}
 
 
@@ -440,11 +473,13 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--only", choices=sorted(MUTATIONS))
     p.add_argument("--memory-gib", type=float, default=0, help="address-space limit for this process")
+    p.add_argument("--tools-every", type=int, default=0, metavar="K",
+                   help="every K-th case also through verify, the recovery report, the rebuild and a repair")
     args = p.parse_args(argv)
     if args.memory_gib:
         limit = int(args.memory_gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    result = run(args.cases, args.seed, args.only)
+    result = run(args.cases, args.seed, args.only, args.tools_every)
     print(json.dumps(result, indent=1, default=str))
     return 1 if result["failures"] else 0
 

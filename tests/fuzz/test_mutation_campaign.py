@@ -1,5 +1,6 @@
 """The mutation campaign (tests/fuzz/campaign.py): thousands of damaged stores through the pure readers in a
-memory-limited process, and a sample of them through every Spark source."""
+memory-limited process (every fifth also through verify, the recovery report, the rebuild and a repair), and a
+sample of them through every Spark source."""
 from __future__ import annotations
 
 import json
@@ -15,14 +16,17 @@ from tests.fuzz import campaign
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = 2000                # about two minutes on two cores
+TOOLS_EVERY = 5             # 400 of them also through verify, report, rebuild and repair: about two more
 
 
 @pytest.mark.slow
 def test_campaign_through_the_pure_readers():
     proc = subprocess.run([sys.executable, "-m", "tests.fuzz.campaign", "--cases", str(CASES), "--seed", "20261123",
-                           "--memory-gib", "8"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+                           "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
     result = json.loads(proc.stdout)
-    print(f"mutation campaign: {result['cases']} cases in {result['seconds']} s: {result['kinds']}")
+    print(f"mutation campaign: {result['cases']} cases ({result['tool_cases']} through the tools, "
+          f"{len(result['refusals'])} repairs refused) in {result['seconds']} s: {result['kinds']}")
     assert result["failures"] == [], json.dumps(result["failures"][:5], indent=1)
     assert proc.returncode == 0 and result["cases"] == CASES
 
