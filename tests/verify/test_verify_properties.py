@@ -181,11 +181,14 @@ def _checked_field(segment: bytes, position: int) -> str | None:
             body_len = struct.unpack_from(">i", segment, p + body_len_at)[0]
             topic_at = body_len_at + 4 + body_len
             topic_len = segment[p + topic_at]
-            # BODYCRC of an empty body: RocketMQ checks no CRC there (checkMessageAndReturnSize), nor do we
+            # BODYCRC of an empty body: RocketMQ checks no CRC there (checkMessageAndReturnSize), nor do we.
+            # A PREPARED or ROLLBACK record gets no ConsumeQueue entry: nothing holds its queue or, without
+            # keys, its topic to be checked against
+            queued = sys_flag & 0xC in (0, 0x8)
             fields = [("total_size", 0, 4), ("magic", 4, 8), ("body_crc", 8, 12 if body_len > 0 else 8),
-                      ("queue_id", 12, 16), ("queue_offset", 20, 28), ("physical_offset", 28, 36), ("body_length", body_len_at, body_len_at + 4),
+                      ("queue_id", 12, 16 if queued else 12), ("queue_offset", 20, 28 if queued else 20), ("physical_offset", 28, 36), ("body_length", body_len_at, body_len_at + 4),
                       ("body", body_len_at + 4, topic_at), ("topic_length", topic_at, topic_at + 1),
-                      ("topic", topic_at + 1, topic_at + 1 + topic_len),
+                      ("topic", topic_at + 1, topic_at + 1 + (topic_len if queued else 0)),
                       ("properties_length", topic_at + 1 + topic_len, topic_at + 3 + topic_len)]
             return next((name for name, lo, hi in fields if lo <= off < hi), None)
         p += total
