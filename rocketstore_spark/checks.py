@@ -208,7 +208,8 @@ CATALOGUE: tuple[Check, ...] = (
           "a ConsumeQueue file whose size differs from the queue file size (mappedFileSizeConsumeQueue, "
           "rounded up to 20; from the broker settings or the store's other files)",
           "fails to load the queue (`MappedFileQueue.load` checks every file's size) (docs/format/consumequeue.md)",
-          "finding; its entries are checked"),
+          "finding; its entries are checked — except in a file larger than 2 GiB − 1, more than RocketMQ can "
+          "write (the size is a Java int): a sparse or foreign file, not read"),
     Check("consumequeue.file_gap", _E, QUEUES,
           "a queue's file does not start where the previous one ends, or its name is not a multiple of the file "
           "size",
@@ -218,7 +219,7 @@ CATALOGUE: tuple[Check, ...] = (
     Check("index.unknown_geometry", _E, INDEX,
           "an IndexFile holding entries whose slot count (the broker's maxHashSlotNum) cannot be established: "
           "the given `hashSlotNum` does not fit its size, or no single slot count fits both its size and its "
-          "entries (docs/format/indexfile.md)",
+          "entries, or the file is larger than 2 GiB − 1, more than RocketMQ can write (docs/format/indexfile.md)",
           "— (the broker always knows its own setting; a changed setting makes it misread older files)",
           "`rocketmq_index` fails naming the file (give `hashSlotNum`); `rocketmq_index_header` shows the "
           "file with no geometry and the reason"),
