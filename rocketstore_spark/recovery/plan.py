@@ -115,9 +115,10 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
             if "BODYCRC" in (end["stop"]["reason"] or ""):
                 alternatives.append(
                     "The log ends at a record whose body fails its CRC. Cutting there loses the valid messages "
-                    "after it (exported). To keep them in the log instead, restart the broker once with "
-                    "checkCRCOnRecover=false: RocketMQ then reads on past the damaged record and serves its "
-                    "corrupt body as it is; run `rocketstore recover report` with that setting first.")
+                    "after it (exported). To keep them in the log instead, run the broker with "
+                    "checkCRCOnRecover=false for as long as that record lies in the segments a start walks (a "
+                    "clean start walks the last three): RocketMQ then reads on past the damaged record and serves "
+                    "its corrupt body as it is; run `rocketstore recover report` with that setting first.")
             touched.append(stop)
     if deleted:
         actions.append({"action": "delete", "files": deleted,

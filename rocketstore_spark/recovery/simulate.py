@@ -254,7 +254,8 @@ class Simulation:
 
     def normal_start(self, n: int, max_cq: int, end: int | None = None) -> tuple[int, str]:
         """(index of the segment a clean start walks from, why), over the first ``n`` segments; ``end``: the
-        log was cut there (a first record not wholly below it is gone)."""
+        log was cut there (a segment starting at or after it holds no first record; cuts fall on record
+        boundaries)."""
         if self.family in ("4.9.x", "5.0-5.3.1"):
             return max(0, n - 3), "normal start: the third-last segment (or the first)"
         if self.family == "5.3.2-5.3.x":
@@ -309,7 +310,7 @@ class Simulation:
             if not cut_here and s.stop == Stop.BLANK and k + 1 < last:
                 continue
             w.process_offset, w.stop_file, w.stop_position = c.base_offset + stop, c.file, stop
-            w.stop_reason = "zero fill where the start before cut the log: the end of the log" if cut_here else \
+            w.stop_reason = "where the start before ended the log" if cut_here else \
                 {Stop.BLANK: "BLANK record in the last segment: the end of the log",
                  Stop.ZERO: "zero fill: the end of the log"}.get(s.stop, s.stop_reason)
             return w

@@ -135,6 +135,8 @@ def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) 
     files = [(p, o) for p, o in StoreMap.queue_files(queue_dir)]
 
     def read(k: int) -> np.ndarray:
+        if _not_read(*files[k]):                   # no entries in a file RocketMQ could not have written
+            return consumequeue.decode_entries(b"")
         with open(files[k][0], "rb") as f:
             return consumequeue.decode_entries(f.read())
     return rocketmq_bounds(files, read, log_min, expired_min_is_max)
@@ -165,13 +167,9 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
 
     entries, files = _read_entries(queue_dir, root) if queue_dir is not None else _no_entries()
     v.files = len(files)
-    out += _file_findings(topic, queue_id, files, file_size)
-    if queue_dir is not None:
-        for p, o in StoreMap.queue_files(queue_dir):
-            skipped = _not_read(p, o)
-            if skipped:
-                out.append(finding(skipped[0], os.path.relpath(p, root), None, skipped[1], topic=topic,
-                                   queue_id=queue_id))
+    listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
+    out += _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p), _not_read(p, o))
+                                            for p, o in listed], file_size)
     raws = [entries.raw[entries.file == k] for k in range(len(files))]
     v.min_offset, v.max_offset = rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
                                                  release_5x)
@@ -258,13 +256,18 @@ def _no_entries() -> tuple[_Entries, list]:
     return _Entries(np.zeros(0, consumequeue.ENTRY_DTYPE), empty, np.zeros(0, np.int32), empty, []), []
 
 
-def _file_findings(topic: str, queue_id: int, files: list[tuple[str, int, int]], file_size: int) -> list[Finding]:
+def _file_findings(topic: str, queue_id: int, files: list[tuple[str, int, int, tuple | None]], file_size: int
+                   ) -> list[Finding]:
+    """Sizes and names of every file of a queue: (relative name, queue byte offset, size, ``_not_read``)."""
     out = []
-    for k, (name, cq_offset, size) in enumerate(files):
+    for k, (name, cq_offset, size, skipped) in enumerate(files):
+        if skipped and skipped[0] == "consumequeue.file_gap":      # a name beyond int64: that is all it gets
+            out.append(finding(skipped[0], name, None, skipped[1], topic=topic, queue_id=queue_id))
+            continue
         if size != file_size:
             out.append(finding("consumequeue.file_size", name, None,
-                               f"{size} bytes; the queue file size is {file_size}", topic=topic, queue_id=queue_id,
-                               size=size, expected=file_size))
+                               skipped[1] if skipped else f"{size} bytes; the queue file size is {file_size}",
+                               topic=topic, queue_id=queue_id, size=size, expected=file_size))
         if cq_offset % file_size:
             out.append(finding("consumequeue.file_gap", name, None,
                                f"name {cq_offset} is not a multiple of the file size {file_size}",

@@ -17,6 +17,7 @@ from rocketstore_spark.codec.encode import Message
 from rocketstore_spark.recovery.apply import apply_plan
 from rocketstore_spark.recovery.plan import make_plan
 from rocketstore_spark.recovery.report import final_process_offset, harmful, recovery_report
+from rocketstore_spark.report.recovery_text import recovery_in_words
 from tests.golden import serve_check
 from tests.verify.test_verify_properties import build
 
@@ -69,6 +70,8 @@ def test_a_crash_recovery_that_skips_damage_is_followed_by_a_clean_start_that_cu
     assert later["commitlog_files_deleted"] == [f"commitlog/{3 * SEGMENT:020d}", f"commitlog/{4 * SEGMENT:020d}"]
     assert later["lost"]["messages"] == sum(1 for phy in records if phy > flipped)
     assert harmful(doc) and final_process_offset(doc) == flipped
+    headline, _ = recovery_in_words(doc)
+    assert f"clean restart after it would cut the log and lose {later['lost']['messages']} valid messages" in headline
     # the repair cuts there now: the copy starts cleanly, and so does every start after it
     plan = make_plan(str(store), tmp_path / "plan", options=options)
     assert plan["process_offset"] == flipped

@@ -99,3 +99,33 @@ def test_outputs_inside_a_store_are_refused_before_anything_is_written(tmp_path)
         proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True)
         assert proc.returncode == 2 and "inside the store" in proc.stderr, (argv, proc.stderr)
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_files_larger_than_rocketmq_writes_are_findings_and_never_read(tmp_path):
+    """A sparse 64 GiB ConsumeQueue file between two real ones, and a sparse 64 GiB IndexFile: each is a finding
+    naming its size (the file sizes are Java ints: RocketMQ writes no such file), nothing reads them whole
+    (verify, the recovery report, the rebuild's diff, queue bounds), and the next queue file is no gap."""
+    from rocketstore_spark.rebuild.output import rebuild_store
+    from rocketstore_spark.verify.queues import queue_bounds
+    store = copy(BY_ID["5.5.1/clean"], tmp_path)
+    queue = next(d for d in sorted((store / "consumequeue").glob("*/*")) if len(list(d.iterdir())) == 1)
+    first = next(queue.iterdir())
+    size = first.stat().st_size
+    giant = queue / f"{int(first.name) + size:020d}"
+    with open(giant, "wb") as f:
+        f.truncate(64 << 30)
+    shutil.copy(first, queue / f"{int(giant.name) + size:020d}")       # the file after the giant's slot
+    index = store / "index" / "29991231235959999"
+    with open(index, "wb") as f:
+        f.truncate(64 << 30)
+    v = verify_store(str(store))
+    by_file = {}
+    for f in v.findings:
+        by_file.setdefault(f.file, []).append(f)
+    rel = str(giant.relative_to(store))
+    assert [f.check for f in by_file[rel]] == ["consumequeue.file_size"] and "not read" in by_file[rel][0].message
+    assert not any(f.check == "consumequeue.file_gap" for f in v.findings)
+    assert any(f.check == "index.unknown_geometry" and "larger than any IndexFile" in f.message for f in v.findings)
+    assert queue_bounds(str(queue), 0)[1] >= 0
+    recovery_report(str(store))
+    rebuild_store(str(store), str(tmp_path / "rebuilt"))
