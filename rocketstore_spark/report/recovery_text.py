@@ -99,14 +99,13 @@ def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
     shortened = [q for q in doc["consumequeues"] if q["entries_cut"] or q["files_deleted"]]
     past = doc["consumer_offsets_past_end"]
     later = sum(x["lost"]["messages"] for x in doc["later_starts"])
-    then = (f", and a clean restart after it would cut the log again and lose {_n(later, 'more valid message')}"
-            if doc["later_starts"] else "")
+    then = "" if not doc["later_starts"] else ", and a clean restart after it would cut the log again" + (
+        f" and lose {_n(later, 'more valid message')}" if later else "")
     if lost["messages"]:
         headline = (f"A restart now would lose {_n(lost['messages'], 'valid message')} "
                     f"in {_n(len(lost['topics']), 'topic')}{then}.")
     elif cut or doc["commitlog_files_deleted"] or shortened:
-        headline = (f"A restart now would cut data from the store, but no valid message would be lost{then}."
-                    if not later else f"A restart now would cut data from the store but lose no valid message{then}.")
+        headline = f"A restart now would cut data from the store, but no valid message would be lost{then}."
     elif doc["later_starts"]:
         headline = (f"A restart now keeps everything, but a clean restart after it would cut the log and lose "
                     f"{_n(later, 'valid message')}.")
