@@ -31,7 +31,7 @@ import numpy as np
 
 from rocketstore_spark.codec.commitlog import MAX_SEGMENT_SIZE
 from rocketstore_spark.rebuild.settings import resolve
-from rocketstore_spark.recovery.report import final_process_offset, recovery_report
+from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.durable import write_json
 from rocketstore_spark.store.export import Slice, export
@@ -94,8 +94,8 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     # the clean starts after this one would cut further (damage this start's walk skipped): the repair cuts
     # where the last of them would, so the repaired store starts cleanly every time, not only the next time
     end = doc["later_starts"][-1] if doc["later_starts"] else doc
-    po = final_process_offset(doc)
-    deleted = doc["commitlog_files_deleted"] + [f for later in doc["later_starts"] for f in later["commitlog_files_deleted"]]
+    po = end["process_offset"]
+    deleted = [f for start in (doc, *doc["later_starts"]) for f in start["commitlog_files_deleted"]]
     actions, touched, alternatives = [], [], []
     lost_file = out / "lost-messages.parquet"
     delay_levels = resolve(layout, options, broker_conf).message_delay_level
