@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.native import load_le64
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 # epoch milliseconds a timestamp column holds: years 1 to 9999 (Python's datetime, hence collect(), and
@@ -68,8 +69,54 @@ def binary_array(buf, pos, lens, n, valid=None) -> pa.Array:
 
 
 def string_array(buf, pos, lens, n, valid=None) -> pa.Array:
-    """UTF-8 strings from buffer spans (``utf8_array``)."""
-    return utf8_array(n, *gather(buf, pos, lens, n), valid)
+    """UTF-8 strings from buffer spans (``utf8_array``; bytes that are all ASCII are not validated again)."""
+    offsets, data = gather(buf, pos, lens, n)
+    return utf8_array(n, offsets, data, valid, checked=is_ascii(data))
+
+
+@numba.njit(cache=True, nogil=True)
+def is_ascii(data):
+    """Is every byte of ``data`` below 0x80 (so the bytes are valid UTF-8)? Eight bytes at a time."""
+    seen = np.uint64(0)
+    n = data.shape[0]
+    i = 0
+    while i + 8 <= n:
+        seen |= load_le64(data, i)
+        i += 8
+    while i < n:
+        seen |= np.uint64(data[i])
+        i += 1
+    return (seen & np.uint64(0x8080808080808080)) == 0
+
+
+@numba.njit(cache=True, nogil=True)
+def choice_strings(codes, table, table_pos, table_lens):
+    """(int32 offsets, bytes) of one string per code: table[table_pos[c]:][:table_lens[c]] for each code c
+    (e.g. a small set of names chosen per record), without a fancy-indexed span array in between."""
+    n = codes.shape[0]
+    offsets = np.empty(n + 1, dtype=np.int32)
+    offsets[0] = 0
+    for r in range(n):
+        offsets[r + 1] = offsets[r] + table_lens[codes[r]]
+    data = np.empty(offsets[n], dtype=np.uint8)
+    for r in range(n):
+        c = codes[r]
+        data[offsets[r]:offsets[r + 1]] = table[table_pos[c]:table_pos[c] + table_lens[c]]
+    return offsets, data
+
+
+class RepeatedColumn:
+    """One value as a column of any length: built once as long as the longest asked for, then sliced (no copy;
+    a reader's context column, the same on every row of its batches, costs nothing per batch)."""
+
+    def __init__(self, value, arrow_type: pa.DataType):
+        self._scalar = pa.scalar(value, arrow_type)
+        self._array = pa.repeat(self._scalar, 0)
+
+    def __call__(self, n: int) -> pa.Array:
+        if n > len(self._array):
+            self._array = pa.repeat(self._scalar, n)
+        return self._array.slice(0, n)
 
 
 def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,

@@ -22,15 +22,15 @@ verified and the failures reported in ``Decoded.crc_failures`` (what verify and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Sequence
+from functools import cached_property, partial
+from typing import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import commitlog, compression, hosts, properties
-from rocketstore_spark.codec.arrow import (binary_array, bool_array, fixed_array, gather, offsets_array,
-                                           string_array, timestamp_array, utf8_array)
+from rocketstore_spark.codec.arrow import (RepeatedColumn, binary_array, bool_array, choice_strings, fixed_array,
+                                           offsets_array, string_array, timestamp_array, utf8_array)
 from rocketstore_spark.codec.commitlog import (MAGIC_V2, TRANSACTION_MASK,
                                                TRANSACTION_TYPES, HeaderColumns, Stop)
 from rocketstore_spark.codec.crc32 import crc_ok, gather_checked, prop_crc_ok
@@ -69,13 +69,15 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 @dataclass(frozen=True)
 class Decoded:
-    """What one ``decode`` call produced. ``batch`` holds the requested columns in the requested order (None
-    when no record was returned; no columns when none were requested); ``header`` the decoded header fields (numpy, for in-process consumers such
-    as segment scans). The walk stopped at ``next_position`` because of ``stop``. ``misplaced``: file
-    positions of walked records left out because their stored PHYSICALOFFSET (``misplaced_stored``) names
-    another place; ``crc_failures``: file positions of returned records whose body fails BODYCRC (only with
-    ``check_crc``)."""
-    batch: pa.RecordBatch | None
+    """What one ``decode`` call produced. ``output``: what the decoder made of the returned records (None when
+    there were none) — for a ``RecordDecoder`` the requested columns by name (``columns``), which ``batch``
+    gives as one Arrow batch in the requested order and ``select`` as a batch of another schema with context
+    columns added, each built once; a subclass may make something else (``batch`` is then that). ``header``:
+    the decoded header fields (numpy, for in-process consumers such as segment scans). The walk stopped at
+    ``next_position`` because of ``stop``. ``misplaced``: file positions of walked records left out because
+    their stored PHYSICALOFFSET (``misplaced_stored``) names another place; ``crc_failures``: file positions
+    of returned records whose body fails BODYCRC (only with ``check_crc``)."""
+    output: object
     positions: np.ndarray
     header: HeaderColumns | None
     next_position: int
@@ -83,10 +85,27 @@ class Decoded:
     misplaced: np.ndarray = field(default_factory=lambda: _NONE)
     misplaced_stored: np.ndarray = field(default_factory=lambda: _NONE)
     crc_failures: np.ndarray = field(default_factory=lambda: _NONE)
+    schema: pa.Schema | None = None
 
     @property
     def n(self) -> int:
         return len(self.positions)
+
+    @property
+    def columns(self) -> Mapping[str, pa.Array]:
+        return self.output
+
+    @cached_property
+    def batch(self):
+        """The decoded records as an Arrow batch of the requested columns (or the subclass's output)."""
+        return self.select(self.schema) if isinstance(self.output, dict) else self.output
+
+    def select(self, schema: pa.Schema, context: Mapping[str, pa.Array] = {}) -> pa.RecordBatch:
+        """The batch of ``schema``'s columns: decoded ones, and ``context`` arrays of this batch's length for
+        the columns a reader fills (``store``)."""
+        columns = self.output
+        return pa.RecordBatch.from_arrays([context[name] if name in context else columns[name]
+                                           for name in schema.names], schema=schema)
 
 
 class RecordDecoder:
@@ -128,6 +147,7 @@ class RecordDecoder:
         self._wanted = frozenset(self.columns)
         self._want_hosts = np.array([c in self._wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
         self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
+        self._base_column = (None, None)        # (base offset, RepeatedColumn) of segment_base_offset
 
     # ---------------------------------------------------------------------------------------- walking
 
@@ -170,24 +190,24 @@ class RecordDecoder:
         if self.check_crc:
             verdicts = crc_ok(window, header.body_pos, header.body_len, header.body_crc, header.n)
             crc_failures = positions[~verdicts]
-        batch = self.batch(window, window_position, base_offset, positions, header, verdicts)
-        return Decoded(batch, positions, header, int(next_pos), Stop(stop), misplaced, misplaced_stored, crc_failures)
+        output = self.output(window, window_position, base_offset, positions, header, verdicts)
+        return Decoded(output, positions, header, int(next_pos), Stop(stop), misplaced, misplaced_stored, crc_failures,
+                       self.schema)
 
     # --------------------------------------------------------------------------------------- columns
 
-    def batch(self, buf: np.ndarray, buf_file_pos: int, base_offset: int, positions: np.ndarray,
-              h: HeaderColumns, crc_verdicts: np.ndarray | None = None) -> pa.RecordBatch:
-        """The requested columns of the records at file ``positions`` (header ``h`` decoded from ``buf``)."""
-        cols = self._columns(buf, buf_file_pos, base_offset, positions, h, crc_verdicts)
-        return pa.RecordBatch.from_arrays([cols[name] for name in self.columns], schema=self.schema)
-
-    def _columns(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts) -> dict[str, pa.Array]:
+    def output(self, buf: np.ndarray, buf_file_pos: int, base_offset: int, positions: np.ndarray,
+               h: HeaderColumns, crc_verdicts: np.ndarray | None = None) -> dict[str, pa.Array]:
+        """The requested columns, by name, of the records at file ``positions`` (header ``h`` decoded from
+        ``buf``): ``Decoded.output``. Subclasses make other outputs from the same walk."""
         wanted = self._wanted
         n = h.n
         out: dict[str, pa.Array] = {}
         physical = base_offset + positions
         if "segment_base_offset" in wanted:
-            out["segment_base_offset"] = fixed_array(np.full(n, base_offset, dtype=np.int64))
+            if self._base_column[0] != base_offset:
+                self._base_column = (base_offset, RepeatedColumn(base_offset, pa.int64()))
+            out["segment_base_offset"] = self._base_column[1](n)
         if "file_position" in wanted:
             out["file_position"] = fixed_array(positions)
         if "physical_offset" in wanted:
@@ -200,14 +220,14 @@ class RecordDecoder:
             if name in wanted:
                 out[name] = fixed_array(getattr(h, name))
         if "record_version" in wanted:
-            out["record_version"] = fixed_array(np.where(h.magic_code == MAGIC_V2, 2, 1).astype(np.int32))
+            out["record_version"] = fixed_array((h.magic_code == MAGIC_V2).astype(np.int32) + 1)
         for name in ("born_timestamp", "store_timestamp"):
             if name in wanted:
                 out[name] = timestamp_array(getattr(h, name))
         if "transaction_type" in wanted:
             kind = (h.sys_flag & TRANSACTION_MASK) >> 2
-            out["transaction_type"] = utf8_array(n, *gather(_TRANSACTION_BYTES, _TRANSACTION_POS[kind],
-                                                            _TRANSACTION_LENS[kind], n), checked=True)
+            out["transaction_type"] = utf8_array(n, *choice_strings(kind, _TRANSACTION_BYTES, _TRANSACTION_POS,
+                                                                    _TRANSACTION_LENS), checked=True)
         # properties first, then topic, the CRC property, hosts and bodies: each pass reads lines the walk
         # just loaded, and the short ones run before the body copy pushes them out of cache
         if wanted & _PROPERTY_COLUMNS:

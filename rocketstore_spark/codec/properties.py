@@ -193,23 +193,26 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     kl = np.empty(record_cap, dtype=np.int64)
     vp = np.empty(record_cap, dtype=np.int64)
     vl = np.empty(record_cap, dtype=np.int64)
-    pair_offsets = np.zeros(n + 1 if w_map else 1, dtype=np.int32)
-    key_offsets = np.zeros(pairs_cap + 1 if w_map else 1, dtype=np.int32)
-    value_offsets = np.zeros(pairs_cap + 1 if w_map else 1, dtype=np.int32)
+    pair_offsets = np.empty(n + 1 if w_map else 1, dtype=np.int32)
+    key_offsets = np.empty(pairs_cap + 1 if w_map else 1, dtype=np.int32)
+    value_offsets = np.empty(pairs_cap + 1 if w_map else 1, dtype=np.int32)
     key_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
     value_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
-    tags_offsets = np.zeros(n + 1 if w_tags else 1, dtype=np.int32)
+    tags_offsets = np.empty(n + 1 if w_tags else 1, dtype=np.int32)
     tags_data = np.empty(data_cap + COPY_SLACK if w_tags else 0, dtype=np.uint8)
-    tags_valid = np.zeros(n if w_tags else 0, dtype=np.bool_)
-    uniq_offsets = np.zeros(n + 1 if w_uniq else 1, dtype=np.int32)
+    tags_valid = np.empty(n if w_tags else 0, dtype=np.bool_)
+    uniq_offsets = np.empty(n + 1 if w_uniq else 1, dtype=np.int32)
     uniq_data = np.empty(data_cap + COPY_SLACK if w_uniq else 0, dtype=np.uint8)
-    uniq_valid = np.zeros(n if w_uniq else 0, dtype=np.bool_)
-    keys_list_offsets = np.zeros(n + 1 if w_keys else 1, dtype=np.int32)
-    keys_offsets = np.zeros(data_cap // 2 + n + 1 if w_keys else 1, dtype=np.int32)
+    uniq_valid = np.empty(n if w_uniq else 0, dtype=np.bool_)
+    keys_list_offsets = np.empty(n + 1 if w_keys else 1, dtype=np.int32)
+    keys_offsets = np.empty(data_cap // 2 + n + 1 if w_keys else 1, dtype=np.int32)
     keys_data = np.empty(data_cap + COPY_SLACK if w_keys else 0, dtype=np.uint8)
-    tags_code = np.zeros(n if w_code else 0, dtype=np.int64)
-    deliver_time = np.zeros(n if w_deliver else 0, dtype=np.int64)
-    deliver_valid = np.zeros(n if w_deliver else 0, dtype=np.bool_)
+    tags_code = np.empty(n if w_code else 0, dtype=np.int64)
+    deliver_time = np.empty(n if w_deliver else 0, dtype=np.int64)
+    deliver_valid = np.empty(n if w_deliver else 0, dtype=np.bool_)
+    for offsets in (pair_offsets, key_offsets, value_offsets, tags_offsets, uniq_offsets, keys_list_offsets,
+                    keys_offsets):
+        offsets[0] = 0
     pairs = 0              # map entries so far
     ko = 0                 # bytes written to key_data, value_data, tags_data, uniq_data, keys_data
     vo = 0
@@ -289,12 +292,12 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
         if w_tags:
             if tags >= 0:
                 to = _put(tags_data, to, buf, vp[tags], vl[tags])
-                tags_valid[r] = True
+            tags_valid[r] = tags >= 0
             tags_offsets[r + 1] = to
         if w_uniq:
             if uniq >= 0:
                 uo = _put(uniq_data, uo, buf, vp[uniq], vl[uniq])
-                uniq_valid[r] = True
+            uniq_valid[r] = uniq >= 0
             uniq_offsets[r + 1] = uo
         if w_keys:
             if keys >= 0:
@@ -318,9 +321,10 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                     tags_code[r] = when
                 elif tags >= 0 and vl[tags] > 0:
                     tags_code[r] = java_hash_span(buf, vp[tags], vl[tags])      # int32, sign-extended
+                else:
+                    tags_code[r] = 0
             if w_deliver:
-                if due:
-                    deliver_time[r], deliver_valid[r] = when, True
+                deliver_time[r], deliver_valid[r] = (when, True) if due else (np.int64(0), False)
                 if timer >= 0 and span_equals(buf, topic_pos[r], topic_len[r], TIMER_TOPIC):
                     ok, at = _java_parse(buf, vp[timer], vl[timer], INT64_MAX)
                     if ok:

@@ -148,6 +148,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from rocketstore_spark.codec.arrow import RepeatedColumn
     from rocketstore_spark.codec.decoder import RecordDecoder, is_fixed_width
     from rocketstore_spark.codec.native import keep_freed_memory
     from rocketstore_spark.datasource.filters import row_mask
@@ -162,17 +163,11 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
                            followed=segment_range.followed, on_finding=_report)
-    store = pa.scalar(segment_range.store, pa.string())
-    index = {name: k for k, name in enumerate(decoder.columns)}
+    store = RepeatedColumn(segment_range.store, pa.string()) if "store" in wanted else None
     for decoded in reader:
-        decoded_batch = decoded.batch
-        store_column = pa.repeat(store, decoded.n) if "store" in wanted else None
-        batch = pa.RecordBatch.from_arrays([store_column if name == "store" else decoded_batch.column(index[name])
-                                            for name in schema.names], schema=arrow_schema)
+        context = {"store": store(decoded.n)} if store else {}
+        batch = decoded.select(arrow_schema, context)
         if filters:
-            cols = {name: decoded_batch.column(k) for name, k in index.items()}
-            if store_column is not None:
-                cols["store"] = store_column
-            batch = batch.filter(row_mask(filters, cols))
+            batch = batch.filter(row_mask(filters, {**decoded.columns, **context}))
         if batch.num_rows:
             yield batch

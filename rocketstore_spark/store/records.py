@@ -9,6 +9,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from rocketstore_spark.codec.arrow import RepeatedColumn
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import COLUMNS, DECODED, NAMES, arrow_schema
@@ -29,10 +30,9 @@ def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEV
                             check_crc=strict)
     batches, findings = [], []
     for layout in discover(path):
+        store = RepeatedColumn(layout.name, pa.string())
         for decoded in iter_decoded(layout, decoder, findings, strict):
-            store = pa.repeat(pa.scalar(layout.name, pa.string()), decoded.n)
-            batches.append(pa.RecordBatch.from_arrays(
-                [store if n == "store" else decoded.batch.column(n) for n in names], schema=schema))
+            batches.append(decoded.select(schema, {"store": store(decoded.n)}))
     return pa.Table.from_batches(batches, schema=schema), findings
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketstore_spark.codec.commitlog import Stop
+from rocketstore_spark.codec.commitlog import TRANSACTION_TYPES, Stop
 from rocketstore_spark.codec.decoder import DEFAULT_BATCH_ROWS, FIXED_WIDTH_BATCH_ROWS, RecordDecoder
 from rocketstore_spark.codec.encode import Message, encode_blank, encode_record
 from rocketstore_spark.codec.record_schema import DECODED
@@ -183,6 +183,41 @@ def test_property_strings_beyond_ascii_decode_as_utf8_and_bad_bytes_as_replaceme
     expected = bytes(bad[at:at + len("étiquette".encode())]).decode("utf-8", "replace")
     row = d.batch.to_pylist()[0]
     assert row["tags"] == expected == dict(row["properties"])["TAGS"] and "\ufffd" in expected
+
+
+def test_topics_beyond_ascii_decode_as_utf8_and_bad_bytes_as_replacement():
+    # the ASCII shortcut must not skip the validation of a topic that is not ASCII
+    good = encode_record(Message(topic="Tópico_主题", body=b"b"), BASE)
+    bad = bytearray(good)
+    bad[bytes(bad).index("主".encode())] = 0xFF             # 主's first byte: it and its two others replaced
+    for data, topic in ((good, "Tópico_主题"), (bytes(bad), "Tópico_\ufffd\ufffd\ufffd题")):
+        d = RecordDecoder(("topic",)).decode(window(data), 0, len(data), BASE, 0, len(data))
+        assert d.batch.column("topic").to_pylist() == [topic]
+
+
+def test_transaction_type_names_every_kind_of_sys_flag():
+    out, positions = bytearray(), []
+    for kind in (0, 1, 2, 3, 2, 0):
+        positions.append(len(out))
+        out += encode_record(Message(topic="T", body=b"b", sys_flag=kind << 2), BASE + len(out))
+    d = RecordDecoder(("transaction_type", "sys_flag")).decode(window(bytes(out)), 0, len(out), BASE, 0, len(out))
+    assert d.positions.tolist() == positions
+    assert d.batch.column("transaction_type").to_pylist() == [TRANSACTION_TYPES[k] for k in (0, 1, 2, 3, 2, 0)]
+
+
+def test_select_adds_context_columns_of_the_batch_length_in_the_schema_order():
+    import pyarrow as pa
+    from rocketstore_spark.codec.arrow import RepeatedColumn
+    data, positions = records(3)
+    d = RecordDecoder(("queue_id", "segment_base_offset")).decode(window(data), 0, len(data), BASE, 0, len(data))
+    store = RepeatedColumn("broker-a", pa.string())
+    assert len(store(7)) == 7                                # built longer once; later batches are slices
+    schema = pa.schema([("segment_base_offset", pa.int64(), False), ("store", pa.string()),
+                        ("queue_id", pa.int32(), False)])
+    batch = d.select(schema, {"store": store(d.n)})
+    assert batch.schema == schema
+    assert batch.to_pydict() == {"segment_base_offset": [BASE] * 3, "store": ["broker-a"] * 3,
+                                 "queue_id": [0, 1, 2]}
 
 
 def java_host(host: tuple[str, int]) -> str:
