@@ -34,6 +34,8 @@ structurally (magic, bounds, length formula; the CRC is a separate column, never
 """
 from __future__ import annotations
 
+import functools
+
 from enum import IntEnum, IntFlag
 
 import numba
@@ -436,20 +438,28 @@ def decode_header(buf, buf_file_pos, positions, n, want, out):
                 o_plen[r] = pl
 
 
+@functools.lru_cache(maxsize=64)
+def _header_layout(fields: frozenset[str]) -> tuple[frozenset[str], np.ndarray, tuple]:
+    """(fields, decode_header's want flags, (wanted, dtype) per slot) of a set of header fields, worked out once
+    per set (a decoder asks for the same set every batch)."""
+    unknown = set(fields) - set(HEADER_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown header fields {sorted(unknown)}")
+    want = np.array([name in fields for name in HEADER_FIELDS], dtype=np.bool_)
+    want.flags.writeable = False
+    return fields, want, tuple(zip(want.tolist(), HEADER_DTYPES))
+
+
 class HeaderColumns:
     """Header fields of n decoded records (typed numpy arrays filled by decode_header). Only the requested
     fields exist; reading another raises AttributeError, so code that uses a field nobody decoded fails
     loudly. Runs wherever records are decoded."""
 
     def __init__(self, n: int, fields: frozenset[str]):
-        unknown = set(fields) - set(HEADER_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown header fields {sorted(unknown)}")
         self.n = n
-        self.fields = frozenset(fields)
-        self.want = np.array([name in self.fields for name in HEADER_FIELDS], dtype=np.bool_)
-        self._set_arrays(tuple(np.empty(n if wanted else 0, dtype=dtype)
-                               for wanted, dtype in zip(self.want, HEADER_DTYPES)))
+        self.fields, self.want, dtypes = _header_layout(frozenset(fields))
+        # a field nobody asked for is an empty array (decode_header takes every slot)
+        self._set_arrays(tuple(np.empty(n if wanted else 0, dtype=dtype) for wanted, dtype in dtypes))
 
     def _set_arrays(self, arrays: tuple) -> None:
         self.arrays = arrays

@@ -17,11 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketstore_spark.codec.arrow import RepeatedColumn
+
 COMPRESSED_FLAG = 0x001
 TYPE_MASK = 0x700
 ZLIB_TYPES = (0, 3)
 LZ4, ZSTD = 1, 2
 DEFAULT_MAX_SIZE = 64 << 20          # bounds a decompression bomb; RocketMQ's default body limit is 4 MiB
+_NO_BODIES = RepeatedColumn(None, pa.binary())      # the column of a batch without compressed records
 
 
 def decompress(data: bytes, sys_flag: int, max_size: int = DEFAULT_MAX_SIZE) -> bytes | None:
@@ -52,6 +55,6 @@ def uncompressed_bodies(bodies: pa.BinaryArray, sys_flag: np.ndarray, max_size: 
     compressed = (sys_flag & COMPRESSED_FLAG) != 0
     rows = np.flatnonzero(compressed)
     if not len(rows):
-        return pa.nulls(len(bodies), pa.binary())
+        return _NO_BODIES(len(bodies))
     values = pa.array([decompress(bodies[int(r)].as_py(), int(sys_flag[r]), max_size) for r in rows], pa.binary())
     return pc.replace_with_mask(pa.nulls(len(bodies), pa.binary()), pa.array(compressed), values)
