@@ -98,6 +98,14 @@ CATALOGUE: tuple[Check, ...] = (
           "treats the BLANK as the segment's end, like any other",
           "finding at the BLANK: the bytes after it may have been overwritten; a batch of messages can also "
           "explain it (the batch, not its first record, did not fit)"),
+    Check("commitlog.missing_next_segment", _W, RECORDS,
+          "the store's last segment ends with a BLANK record, which RocketMQ writes only as it rolls over to a "
+          "new segment, and no file of that next segment exists (not even an empty, preallocated one)",
+          "recovery ends the log at the BLANK and appends the next message over it (\"recover last 3 physics "
+          "file over\", docs/format/recovery.md)",
+          "finding at the BLANK: the newest segment is missing (a copy or restore without it, or deleted) and "
+          "the messages written to it are not in this store; or creating it failed (a full disk), and the "
+          "message that did not fit was refused to its producer. Look for the file before a restart"),
     Check("commitlog.misplaced_records", _E, RECORDS,
           "a run of structurally valid records whose stored PHYSICALOFFSET is not base offset + position "
           "(a segment copied or renamed, an overlapping copy); evidence: the offsets they claim",

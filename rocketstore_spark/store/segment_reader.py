@@ -237,6 +237,14 @@ class SegmentReader:
     def _unclosed(self, stop: Stop, position: int) -> None:
         """The segment ends at ``position`` with nothing valid after it: is that where RocketMQ ended it?"""
         if not self.followed:
+            # a BLANK says RocketMQ rolled over to the next segment: an empty one is a normal end, none at all
+            # is a missing file (or a rollover that failed)
+            if stop == Stop.BLANK and not os.path.exists(self._next_segment_path()):
+                self._report("commitlog.missing_next_segment", position,
+                             f"the last segment ends with a BLANK record, written as RocketMQ rolled over to segment "
+                             f"{segment_name(self.base_offset + os.path.getsize(self.path))}, which is not here: "
+                             "messages written to it are missing (or creating it failed)",
+                             next_segment=segment_name(self.base_offset + os.path.getsize(self.path)))
             return
         if stop != Stop.BLANK:
             self._report("commitlog.unclosed_segment", position,
@@ -253,11 +261,14 @@ class SegmentReader:
                          f"({first} bytes) would have fitted: the bytes after it may have been overwritten "
                          "(a batch of messages can also do this)", room=room, next_first_record=first)
 
+    def _next_segment_path(self) -> str:
+        """Where the segment that follows this one lies (named by the offset after this one's end)."""
+        return os.path.join(os.path.dirname(self.path), segment_name(self.base_offset + os.path.getsize(self.path)))
+
     def _next_segment_first_record(self) -> int | None:
         """TOTALSIZE of the first record of the segment that follows this one (None if unreadable)."""
-        next_path = os.path.join(os.path.dirname(self.path), segment_name(self.base_offset + os.path.getsize(self.path)))
         try:
-            with open(next_path, "rb") as f:
+            with open(self._next_segment_path(), "rb") as f:
                 head = f.read(8)
         except OSError:
             return None

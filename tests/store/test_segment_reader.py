@@ -312,6 +312,27 @@ def test_a_preallocated_empty_segment_after_the_last_one_does_not_make_it_unclos
     assert findings == [] and table.num_rows == len(placed)
 
 
+def test_a_last_segment_closed_by_a_blank_without_its_successor_is_reported(tmp_path):
+    """A BLANK is written as RocketMQ rolls over: the last segment ending with one names a next segment that
+    must exist, if only empty (preallocated, nothing written yet). Here the store lost its newest segment."""
+    placed = make_store(tmp_path, n=200, segment_size=16 * 1024)
+    segments = sorted((tmp_path / "commitlog").iterdir())
+    newest = segments[-1]
+    newest.unlink()                                                      # copied without its newest segment
+    last = segments[-2]
+    kept = [p for p, _ in placed if p < int(newest.name)]
+    blank = max(kept) + next(size for p, size in placed if p == max(kept)) - int(last.name)
+    table, findings = read_table(tmp_path, columns=("topic",))
+    assert table.num_rows == len(kept)
+    (f,) = findings
+    assert (f.check, f.severity, f.file, f.file_position) == ("commitlog.missing_next_segment", "warning",
+                                                              str(last), blank)
+    assert f.evidence["next_segment"] == newest.name
+    # the same segment followed by an empty (preallocated) successor is a normal end
+    newest.write_bytes(bytes(16 * 1024))
+    assert read_table(tmp_path, columns=("topic",))[1] == []
+
+
 def test_golden_stores_have_no_findings_beyond_their_planted_damage():
     from tests.golden.goldens import all_goldens
     for g in all_goldens():
