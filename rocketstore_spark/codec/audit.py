@@ -210,6 +210,11 @@ class AuditDecoder:
             self._lane_counts = np.zeros(commitlog.LANES, dtype=np.int64)
         self.reset()
 
+    @property
+    def reads_every_byte(self) -> bool:
+        """With BODYCRC every body is read (``RecordDecoder.reads_every_byte``)."""
+        return self.check_crc
+
     def reset(self) -> None:
         self.state[:] = 0
         self.state[S_NOW] = self.now_ms

@@ -149,6 +149,12 @@ class RecordDecoder:
         self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
         self._base_column = (None, None)        # (base offset, RepeatedColumn) of segment_base_offset
 
+    @property
+    def reads_every_byte(self) -> bool:
+        """Do the columns read whole records (strings, bodies), not only headers? The reader then maps each
+        window whole at once."""
+        return bool(self.stream)
+
     # ---------------------------------------------------------------------------------------- walking
 
     def reset(self) -> None:

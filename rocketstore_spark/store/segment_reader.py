@@ -40,6 +40,7 @@ from rocketstore_spark.store.layout import segment_name
 
 DEFAULT_WINDOW = 64 << 20
 DEFAULT_MAX_RECORD = 64 << 20       # RocketMQ writes at most maxMessageSize (4 MiB default) + 64 KiB
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)      # Linux only
 
 
 @dataclass
@@ -113,8 +114,11 @@ class SegmentReader:
         if length <= 0:
             return np.zeros(0, dtype=np.uint8)
         aligned = position - position % mmap.ALLOCATIONGRANULARITY
+        # a decoder that reads every byte has the whole window mapped at once (one call instead of a page
+        # fault per 64 KiB: a few ms less per 256 MiB); one that reads headers only may skip most pages
+        populate = _MAP_POPULATE if getattr(self.decoder, "reads_every_byte", False) else 0
         try:
-            mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED,
+            mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | populate,
                            prot=mmap.PROT_READ, offset=aligned)
             return np.frombuffer(mm, dtype=np.uint8)[position - aligned:]
         except (OSError, ValueError):
