@@ -31,6 +31,9 @@ broker_conf_option = click.option("--broker-conf", type=click.Path(exists=True, 
 version_option = click.option("--rocketmq-version", help="the broker's release, e.g. 4.9.8 or 5.5.1 (default: "
                                                          "detected from the store)")
 json_option = click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
+work_dir_option = click.option("--work-dir", type=click.Path(exists=True, file_okay=False),
+                               help="where the queue check spills each message's queue entry (36 bytes a "
+                                    "message, removed afterwards; never inside a store) [default: TMPDIR]")
 family_option = click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
                              help="mirror this family's recovery regardless of the release")
 
@@ -129,8 +132,9 @@ def _print_inspect(d: dict) -> None:
 @version_option
 @click.option("--no-crc", is_flag=True, help="skip the BODYCRC check")
 @click.option("--limit", default=40, show_default=True, help="findings printed per store (--json has all)")
+@work_dir_option
 @json_option
-def verify_cmd(stores, broker_conf, rocketmq_version, no_crc, limit, as_json):
+def verify_cmd(stores, broker_conf, rocketmq_version, no_crc, limit, work_dir, as_json):
     """Every check of docs/checks.md: BODYCRC past the first failure, CommitLog <-> ConsumeQueue <-> IndexFile,
     checkpoint, consumer offsets. Exit 3 when anything above info level is found.
 
@@ -141,12 +145,14 @@ def verify_cmd(stores, broker_conf, rocketmq_version, no_crc, limit, as_json):
     from rocketstore_spark.checks import Severity
     from rocketstore_spark.verify.store import verify_store
     docs, problems = [], False
-    for path in stores:
-        for layout in discover(path):
-            v = verify_store(layout.name, options=_settings_options(rocketmq_version), broker_conf=broker_conf,
-                             check_crc=not no_crc)
-            problems |= any(f.severity != Severity.INFO for f in v.findings)
-            docs.append(v)
+    layouts = [layout for path in stores for layout in discover(path)]
+    if work_dir:
+        outside_stores(work_dir, store_roots(layouts), "work directory")
+    for layout in layouts:
+        v = verify_store(layout.name, options=_settings_options(rocketmq_version), broker_conf=broker_conf,
+                         check_crc=not no_crc, work_dir=work_dir)
+        problems |= any(f.severity != Severity.INFO for f in v.findings)
+        docs.append(v)
     if as_json:
         emit_json({"stores": [{"store": v.store, "rocketmq_version": str(v.settings.release),
                                "findings": [f.as_row() for f in v.findings]} for v in docs]})
@@ -561,8 +567,9 @@ def export_cmd(stores, output, fmt, topic, queue_id, key, uniq_key, tag, since, 
 @click.option("--html", "html_file", type=click.Path(dir_okay=False),
               help="also write the report as one self-contained HTML file (charts included, loads nothing), one "
                    "section per store")
+@work_dir_option
 @json_option
-def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, as_json):
+def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, work_dir, as_json):
     """Every check and the recovery report, per store: health per area, the findings that matter first, and
     what a restart would lose. Exit 3 when problems are found or data is at risk.
 
@@ -582,13 +589,15 @@ def audit_cmd(stores, broker_conf, rocketmq_version, json_file, html_file, as_js
     layouts = [layout for path in stores for layout in discover(path)]
     if json_file:
         outside_stores(json_file, store_roots(layouts), "JSON document")
+    if work_dir:
+        outside_stores(work_dir, store_roots(layouts), "work directory")
     if html_file:
         outside_stores(html_file, store_roots(layouts), "HTML report")
         if not os.path.isdir(os.path.dirname(os.path.abspath(html_file))):
             raise click.UsageError(f"--html {html_file}: its directory does not exist")
     docs, pages, at_risk = [], [], False
     for layout in layouts:
-        v = verify_store(layout.name, options=options, broker_conf=broker_conf)
+        v = verify_store(layout.name, options=options, broker_conf=broker_conf, work_dir=work_dir)
         rec, _ = recovery_report(layout.name, options=options, broker_conf=broker_conf) \
             if layout.files.root is not None else (None, None)
         areas: dict[str, dict] = {}

@@ -94,7 +94,7 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
     return decoder.topics, keys, findings
 
 
-def _read(path: Path, dtype: np.dtype, first: int = 0, count: int | None = None):
+def read_spill(path: Path, dtype: np.dtype, first: int = 0, count: int | None = None):
     """The records [first, first + count) of a spill file, READ_ROWS at a time."""
     size = os.path.getsize(path) // dtype.itemsize
     end = size if count is None else min(size, first + count)
@@ -113,7 +113,7 @@ def write_queue_group(spill: Path, group: int, topics: list[list[str]], root: Pa
     findings: list[Finding] = []
     writer = ConsumeQueueWriter(root, file_size, findings)
     for task, names in enumerate(topics):
-        for rows in _read(entries_path(spill, task, group), ENTRY_SPILL):
+        for rows in read_spill(entries_path(spill, task, group), ENTRY_SPILL):
             writer.add_entries(names, rows["topic"], rows["queue_id"], rows["queue_offset"], rows["physical_offset"],
                                rows["size"], rows["tags_code"])
     writer.close()
@@ -123,7 +123,7 @@ def write_queue_group(spill: Path, group: int, topics: list[list[str]], root: Pa
 def key_at(spill: Path, task_keys: list[int], rank: int) -> tuple[int, int]:
     """(physical offset, store time) of the key of global ``rank`` (driver or executor)."""
     task, first = _locate(task_keys, rank)
-    row = next(_read(keys_path(spill, task), KEY_SPILL, first, 1))[0]
+    row = next(read_spill(keys_path(spill, task), KEY_SPILL, first, 1))[0]
     return int(row["physical_offset"]), int(row["store_timestamp"])
 
 
@@ -142,7 +142,7 @@ def write_index_file(spill: Path, task_keys: list[int], root: Path, name: str, g
     put = 0
     task, at = _locate(task_keys, first)
     while put < count and task < len(task_keys):
-        for rows in _read(keys_path(spill, task), KEY_SPILL, at, count - put):
+        for rows in read_spill(keys_path(spill, task), KEY_SPILL, at, count - put):
             put += ix.put_keys(buf, geometry, rows["key_hash"], rows["physical_offset"], rows["store_timestamp"])
         task, at = task + 1, 0
     finish_index_file(buf, tmp, root / name)

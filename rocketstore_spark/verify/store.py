@@ -8,15 +8,20 @@ committed consumer offsets against the queues' bounds (``verify.offsets``). Sett
 size, IndexFile geometry, release family, delay levels) come from ``rebuild.settings.resolve``: options >
 broker.conf > what the files show > RocketMQ's defaults.
 
-Findings name files relative to the store root. Memory: one segment window while scanning, then one queue's
-records and entries at a time, one IndexFile at a time — but the dispatch columns of the whole CommitLog are
-read into memory first (about 60 bytes a record), which is why large stores go through Spark.
+Findings name files relative to the store root. Memory: one segment window while scanning; the CommitLog is
+then dispatched once (``rebuild.spill.scan_range``, the rebuild's compiled dispatch) into spill files by
+queue group — 36 bytes a queued message, in a temporary directory (``work_dir``, default the system's; never
+under the store) — and checked one queue group at a time (a group holds the queues of about 1 GiB of
+CommitLog), then one IndexFile at a time: bounded whatever the store's size.
 """
 from __future__ import annotations
 
 import bisect
+import errno
 import os
+import tempfile
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -24,19 +29,16 @@ import pyarrow.compute as pc
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.findings import Finding
-from rocketstore_spark.rebuild.output import dispatch_decoder
+from rocketstore_spark.rebuild.spill import ENTRY_SPILL, entries_path, read_spill, scan_range
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
-from rocketstore_spark.store.records import iter_decoded
+from rocketstore_spark.store.outputs import OutputError
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
 from rocketstore_spark.verify.segments import SegmentSummary, scan_segment
 from rocketstore_spark.verify.state import LogState, check_state
-
-QUEUE_COLUMNS = ("topic", "queue_id", "queue_offset", "physical_offset", "total_size", "tags_code",
-                 "transaction_type")
 
 
 @dataclass
@@ -97,7 +99,8 @@ def index_views(layout: StoreLayout, settings: RebuildSettings) -> list[IndexFil
 
 
 def split_queues(records: pa.Table):
-    """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order."""
+    """(topic, queue id, numpy columns) of each queue's records in a table that get an entry, in CommitLog
+    order (a window of records already in memory; ``queued_records`` does a whole store)."""
     queued = dispatch.queue_entries(records)
     if not queued.num_rows:
         return
@@ -114,10 +117,47 @@ def split_queues(records: pa.Table):
         yield names[topic], queue_id, {c: v[start:stop] for c, v in cols.items()}
 
 
+QUEUE_GROUP_BYTES = 1 << 30        # CommitLog bytes per queue group: bounds the queued records held at once
+_ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
+
+
+def queued_records(layout: StoreLayout, settings: RebuildSettings, work_dir: str | None = None,
+                   group_bytes: int | None = None):
+    """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
+    queue group at a time (driver or wherever verify runs): the CommitLog is read once through the compiled
+    dispatch into spill files under a temporary directory in ``work_dir``, removed at the end."""
+    total = sum(seg.size for seg in layout.segments)
+    groups = max(1, -(-total // (group_bytes or QUEUE_GROUP_BYTES)))
+    ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
+    with tempfile.TemporaryDirectory(prefix="rocketstore-verify-", dir=work_dir) as spill:
+        try:
+            topics, _, _ = scan_range(ranges, Path(spill), 0, groups, settings.message_delay_level, index=False,
+                                      index_tags=settings.release.index_tags)
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # the usual incident: the broker's disk is full, and so is the temporary directory on it
+            raise OutputError(f"{os.path.dirname(spill)}: no room for the queue check's spill files (36 bytes a "
+                              f"message of {layout.name}): give a directory on another disk (--work-dir)") from e
+        for group in range(groups):
+            parts = list(read_spill(entries_path(Path(spill), 0, group), ENTRY_SPILL))
+            if not parts:
+                continue
+            rows = np.concatenate(parts)
+            key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
+            order = np.argsort(key, kind="stable")          # stable: each queue's records stay in CommitLog order
+            key, rows = key[order], rows[order]
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+                topic, queue_id = dispatch.queue_of(key[start])
+                yield topics[topic], queue_id, {c: np.ascontiguousarray(rows[c][start:stop]) for c in _ENTRY_COLUMNS}
+
+
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
-                 check_crc: bool = True) -> StoreVerdict:
+                 check_crc: bool = True, work_dir: str | None = None) -> StoreVerdict:
     """Verify one store (see module docstring); ``options`` as for the rebuild (broker setting names and
-    ``rocketmqVersion``)."""
+    ``rocketmqVersion``); ``work_dir``: where the queue entries are spilled (default: the system's temporary
+    directory)."""
     layouts = discover(path)
     if len(layouts) != 1:
         raise ValueError(f"{path}: names {len(layouts)} stores; verify_store takes one (spark_verify takes many)")
@@ -133,14 +173,11 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         findings += s.findings
     log = log_bounds(layout, scans)
 
-    batches = [pa.Table.from_batches([d.batch]).select(QUEUE_COLUMNS)
-               for d in iter_decoded(layout, dispatch_decoder(settings.message_delay_level), [])]
-    records = pa.concat_tables(batches) if batches else None
     dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
     locate = segment_locator(segment_names(layout, root))
     queues = []
     seen = set()
-    for topic, queue_id, cols in (split_queues(records) if records is not None else ()):
+    for topic, queue_id, cols in queued_records(layout, settings, work_dir):
         seen.add((topic, queue_id))
         queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
                                   settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0),

@@ -190,3 +190,30 @@ def test_recover_plan_writes_outside_the_store_only(tmp_path):
     inside = subprocess.run([sys.executable, "-m", "rocketstore_spark.cli.main", "recover", "plan", str(g.store),
                              "--output", str(g.store / "plan")], cwd=ROOT, capture_output=True, text=True)
     assert inside.returncode == 2 and "inside the store" in inside.stderr
+
+
+def test_verify_spills_into_the_work_dir_given_and_never_into_a_store(tmp_path):
+    g = BY_ID["4.9.8/corrupt-body"]
+    work = tmp_path / "work"
+    work.mkdir()
+    default = json.loads(run("verify", g.store, "--json").stdout)
+    r = run("verify", g.store, "--work-dir", work, "--json")
+    assert r.exit_code == 3 and json.loads(r.stdout) == default and list(work.iterdir()) == []
+    inside = subprocess.run([sys.executable, "-m", "rocketstore_spark.cli.main", "verify", str(g.store),
+                             "--work-dir", str(g.store / "commitlog")], cwd=ROOT, capture_output=True, text=True)
+    assert inside.returncode == 2 and "work directory is inside the store" in inside.stderr
+    assert "Traceback" not in inside.stderr
+
+
+def test_verify_on_a_full_disk_says_where_to_spill_instead(tmp_path, monkeypatch):
+    """The usual incident: the broker's disk is full, and the temporary directory with it."""
+    import errno
+
+    from rocketstore_spark.verify import store as verify_module
+
+    def no_room(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(verify_module, "scan_range", no_room)
+    r = CliRunner().invoke(cli, ["verify", str(BY_ID["4.9.8/clean"].store), "--work-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "no room for the queue check's spill files" in r.stderr and "--work-dir" in r.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -129,3 +129,23 @@ def test_files_larger_than_rocketmq_writes_are_findings_and_never_read(tmp_path)
     assert queue_bounds(str(queue), 0)[1] >= 0
     recovery_report(str(store))
     rebuild_store(str(store), str(tmp_path / "rebuilt"))
+
+
+def test_queues_checked_a_group_at_a_time_give_the_verdict_of_one_group(tmp_path, monkeypatch):
+    """The queued records go through spill files a queue group at a time (bounded memory): cutting every golden
+    store into many groups changes nothing in its verdict, and the spill directory is gone afterwards."""
+    from rocketstore_spark.verify import store as verify_module
+    work = tmp_path / "work"
+    work.mkdir()
+    for g in all_goldens():
+        one = verify_store(str(g.store), work_dir=str(work))
+        monkeypatch.setattr(verify_module, "QUEUE_GROUP_BYTES", 64 << 10)       # 6-16 groups a store
+        many = verify_store(str(g.store), work_dir=str(work))
+        monkeypatch.undo()
+        assert [(q.topic, q.queue_id, q.min_offset, q.max_offset, [f.as_row() for f in q.findings])
+                for q in many.queues] == \
+               [(q.topic, q.queue_id, q.min_offset, q.max_offset, [f.as_row() for f in q.findings])
+                for q in one.queues], g.id
+        assert [f.as_row() for f in many.findings] == [f.as_row() for f in one.findings], g.id
+        assert len(one.queues) > 1, g.id
+        assert list(work.iterdir()) == []
