@@ -33,7 +33,8 @@ version_option = click.option("--rocketmq-version", help="the broker's release, 
 json_option = click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 work_dir_option = click.option("--work-dir", type=click.Path(exists=True, file_okay=False),
                                help="where the queue check spills each message's queue entry (36 bytes a "
-                                    "message, removed afterwards; never inside a store) [default: TMPDIR]")
+                                    "message, removed afterwards; never inside a store; a tmpfs /tmp holds them "
+                                    "in memory) [default: TMPDIR]")
 family_option = click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
                              help="mirror this family's recovery regardless of the release")
 

@@ -114,9 +114,10 @@ class RepeatedColumn:
         self._array = pa.repeat(self._scalar, 0)
 
     def __call__(self, n: int) -> pa.Array:
-        if n > len(self._array):
-            self._array = pa.repeat(self._scalar, n)
-        return self._array.slice(0, n)
+        array = self._array                     # read once: another thread may replace it meanwhile
+        if n > len(array):
+            array = self._array = pa.repeat(self._scalar, n)
+        return array.slice(0, n)
 
 
 def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,

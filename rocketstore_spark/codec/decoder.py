@@ -151,9 +151,9 @@ class RecordDecoder:
 
     @property
     def reads_every_byte(self) -> bool:
-        """Do the columns read whole records (strings, bodies), not only headers? The reader then maps each
-        window whole at once."""
-        return bool(self.stream)
+        """Are whole records read (bodies or their CRC), not only headers and properties? The reader then maps
+        each window whole at once."""
+        return self.check_crc or bool(self._wanted & {"body", "body_uncompressed", "body_crc_ok"})
 
     # ---------------------------------------------------------------------------------------- walking
 

@@ -114,9 +114,11 @@ class SegmentReader:
         if length <= 0:
             return np.zeros(0, dtype=np.uint8)
         aligned = position - position % mmap.ALLOCATIONGRANULARITY
-        # a decoder that reads every byte has the whole window mapped at once (one call instead of a page
-        # fault per 64 KiB: a few ms less per 256 MiB); one that reads headers only may skip most pages
-        populate = _MAP_POPULATE if getattr(self.decoder, "reads_every_byte", False) else 0
+        # a decoder that reads every byte has a window that lies within the range mapped at once (one call
+        # instead of a page fault per 64 KiB: a few ms less per 256 MiB); one that reads headers only may skip
+        # most pages, and a window past the range's end may be read only in part
+        within = self.end is None or position + length <= self.end
+        populate = _MAP_POPULATE if within and getattr(self.decoder, "reads_every_byte", False) else 0
         try:
             mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | populate,
                            prot=mmap.PROT_READ, offset=aligned)
@@ -127,7 +129,7 @@ class SegmentReader:
             return np.frombuffer(buf, dtype=np.uint8, count=got)
 
     def _scan(self, fd: int) -> Iterator[Decoded]:
-        file_size = os.fstat(fd).st_size
+        file_size = self._file_size = os.fstat(fd).st_size
         end = file_size if self.end is None else min(self.end, file_size)
         res = self.result
         window = self.window           # bytes per mapping; grows only for one oversized record
@@ -244,11 +246,11 @@ class SegmentReader:
             # a BLANK says RocketMQ rolled over to the next segment: an empty one is a normal end, none at all
             # is a missing file (or a rollover that failed)
             if stop == Stop.BLANK and not os.path.exists(self._next_segment_path()):
+                name = os.path.basename(self._next_segment_path())
                 self._report("commitlog.missing_next_segment", position,
                              f"the last segment ends with a BLANK record, written as RocketMQ rolled over to segment "
-                             f"{segment_name(self.base_offset + os.path.getsize(self.path))}, which is not here: "
-                             "messages written to it are missing (or creating it failed)",
-                             next_segment=segment_name(self.base_offset + os.path.getsize(self.path)))
+                             f"{name}, which is not here: messages written to it are missing (or creating it failed)",
+                             next_segment=name)
             return
         if stop != Stop.BLANK:
             self._report("commitlog.unclosed_segment", position,
@@ -257,7 +259,7 @@ class SegmentReader:
             return
         # RocketMQ writes a BLANK only when the next message does not fit: the next segment's first record
         # must be larger than the room the BLANK leaves (less its 8 bytes)
-        room = os.path.getsize(self.path) - position
+        room = self._file_size - position
         first = self._next_segment_first_record()
         if first is not None and first + 8 <= room:
             self._report("commitlog.early_blank", position,
@@ -267,7 +269,7 @@ class SegmentReader:
 
     def _next_segment_path(self) -> str:
         """Where the segment that follows this one lies (named by the offset after this one's end)."""
-        return os.path.join(os.path.dirname(self.path), segment_name(self.base_offset + os.path.getsize(self.path)))
+        return os.path.join(os.path.dirname(self.path), segment_name(self.base_offset + self._file_size))
 
     def _next_segment_first_record(self) -> int | None:
         """TOTALSIZE of the first record of the segment that follows this one (None if unreadable)."""

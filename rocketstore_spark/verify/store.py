@@ -12,13 +12,16 @@ Findings name files relative to the store root. Memory: one segment window while
 then dispatched once (``rebuild.spill.scan_range``, the rebuild's compiled dispatch) into spill files by
 queue group — 36 bytes a queued message, in a temporary directory (``work_dir``, default the system's; never
 under the store) — and checked one queue group at a time (a group holds the queues of about 1 GiB of
-CommitLog), then one IndexFile at a time: bounded whatever the store's size.
+CommitLog, at most 128 groups), then one IndexFile at a time: memory follows the largest queue group, not
+the store.
 """
 from __future__ import annotations
 
 import bisect
+import contextlib
 import errno
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +32,7 @@ import pyarrow.compute as pc
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.findings import Finding
-from rocketstore_spark.rebuild.spill import ENTRY_SPILL, entries_path, read_spill, scan_range
+from rocketstore_spark.rebuild.spill import ENTRY_SPILL, entries_path, scan_range
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
@@ -118,39 +121,46 @@ def split_queues(records: pa.Table):
 
 
 QUEUE_GROUP_BYTES = 1 << 30        # CommitLog bytes per queue group: bounds the queued records held at once
+MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
 
 
-def queued_records(layout: StoreLayout, settings: RebuildSettings, work_dir: str | None = None,
-                   group_bytes: int | None = None):
+def queued_records(layout: StoreLayout, settings: RebuildSettings, work_dir: str | None = None):
     """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
-    queue group at a time (driver or wherever verify runs): the CommitLog is read once through the compiled
-    dispatch into spill files under a temporary directory in ``work_dir``, removed at the end."""
+    queue group at a time (wherever verify runs): the CommitLog is read once through the compiled dispatch
+    into spill files under a temporary directory in ``work_dir``, removed when the generator ends or is
+    closed. A group holds the queues of about ``QUEUE_GROUP_BYTES`` of CommitLog (queues are grouped by a hash,
+    so one very busy queue makes its group larger)."""
     total = sum(seg.size for seg in layout.segments)
-    groups = max(1, -(-total // (group_bytes or QUEUE_GROUP_BYTES)))
+    groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES)))
     ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
-    with tempfile.TemporaryDirectory(prefix="rocketstore-verify-", dir=work_dir) as spill:
+    parent = work_dir or tempfile.gettempdir()
+    try:
+        spill = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=parent))
         try:
-            topics, _, _ = scan_range(ranges, Path(spill), 0, groups, settings.message_delay_level, index=False,
+            topics, _, _ = scan_range(ranges, spill, 0, groups, settings.message_delay_level, index=False,
                                       index_tags=settings.release.index_tags)
-        except OSError as e:
-            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            # the usual incident: the broker's disk is full, and so is the temporary directory on it
-            raise OutputError(f"{os.path.dirname(spill)}: no room for the queue check's spill files (36 bytes a "
-                              f"message of {layout.name}): give a directory on another disk (--work-dir)") from e
-        for group in range(groups):
-            parts = list(read_spill(entries_path(Path(spill), 0, group), ENTRY_SPILL))
-            if not parts:
-                continue
-            rows = np.concatenate(parts)
-            key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
-            order = np.argsort(key, kind="stable")          # stable: each queue's records stay in CommitLog order
-            key, rows = key[order], rows[order]
-            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-                topic, queue_id = dispatch.queue_of(key[start])
-                yield topics[topic], queue_id, {c: np.ascontiguousarray(rows[c][start:stop]) for c in _ENTRY_COLUMNS}
+            for group in range(groups):
+                path = entries_path(spill, 0, group)
+                rows = np.fromfile(path, dtype=ENTRY_SPILL) if path.exists() else np.zeros(0, ENTRY_SPILL)
+                key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
+                order = np.argsort(key, kind="stable")      # stable: each queue's records stay in CommitLog order
+                key = key[order]
+                if not len(key):
+                    continue
+                starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+                for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+                    topic, queue_id = dispatch.queue_of(key[start])
+                    take = order[start:stop]
+                    yield topics[topic], queue_id, {c: rows[c][take] for c in _ENTRY_COLUMNS}
+        finally:
+            shutil.rmtree(spill, ignore_errors=True)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # the usual incident: the broker's disk is full, and so is the temporary directory on it
+        raise OutputError(f"{parent}: no room for the queue check's spill files (36 bytes a message of "
+                          f"{layout.name}): give a directory on another disk (--work-dir)") from e
 
 
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
@@ -177,11 +187,13 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     locate = segment_locator(segment_names(layout, root))
     queues = []
     seen = set()
-    for topic, queue_id, cols in queued_records(layout, settings, work_dir):
-        seen.add((topic, queue_id))
-        queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
-                                  settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0),
-                                  has_consume_queue_ext(layout)))
+    # closed at once if a check raises: the spill files go with it
+    with contextlib.closing(queued_records(layout, settings, work_dir)) as records:
+        for topic, queue_id, cols in records:
+            seen.add((topic, queue_id))
+            queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
+                                      settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0),
+                                      has_consume_queue_ext(layout)))
     empty = {c: np.zeros(0, np.int64) for c in ("queue_offset", "physical_offset", "size", "tags_code")}
     for (topic, queue_id), d in dirs.items():
         if (topic, queue_id) not in seen:

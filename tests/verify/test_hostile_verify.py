@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.recovery.report import harmful, recovery_report
@@ -149,3 +151,16 @@ def test_queues_checked_a_group_at_a_time_give_the_verdict_of_one_group(tmp_path
         assert [f.as_row() for f in many.findings] == [f.as_row() for f in one.findings], g.id
         assert len(one.queues) > 1, g.id
         assert list(work.iterdir()) == []
+
+
+def test_spill_files_go_when_a_queue_check_fails(tmp_path, monkeypatch):
+    from rocketstore_spark.verify import store as verify_module
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a check that fails")
+    monkeypatch.setattr(verify_module, "check_queue", broken)
+    with pytest.raises(RuntimeError, match="a check that fails"):
+        verify_store(str(all_goldens()[0].store), work_dir=str(work))
+    assert list(work.iterdir()) == []
