@@ -1,0 +1,58 @@
+"""numba's on-disk cache of this package's compiled kernels, invalidated by any change to the codec.
+
+numba keys a cached kernel by the content of the one source file that defines it. Our kernels inline helpers
+from other files (``native.copy_at``, ``javahash.java_hash_span``, ``commitlog``'s record checks): after an
+upgrade or a ``git pull`` that changes only a helper, numba would load a kernel compiled with the old helper —
+stale code, possibly wrong answers. Every kernel of the package is therefore stamped with its own file's
+content *and* every ``rocketstore_spark/codec`` source: a change to the codec recompiles all kernels once.
+
+``install`` puts the stamped locators first in numba's list; it runs when ``rocketstore_spark.codec`` is
+imported, before any kernel is defined (numba picks a kernel's locator when it is decorated). numba's own
+locators serve everything else unchanged. Runs in every process that compiles or loads kernels.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from numba.core import caching
+
+CODEC_DIR = Path(__file__).resolve().parent
+PACKAGE = __name__.split(".")[0] + "."
+
+
+@functools.lru_cache(maxsize=1)
+def codec_stamp() -> str:
+    """sha256 over every codec source (names and contents), read once per process."""
+    digest = hashlib.sha256()
+    for path in sorted(CODEC_DIR.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _stamped(base: type) -> type:
+    class Stamped(base):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not getattr(py_func, "__module__", "").startswith(PACKAGE):
+                return None                                 # not ours: numba's own locators
+            return super().from_function(py_func, py_file)
+
+        def get_source_stamp(self):
+            return super().get_source_stamp(), codec_stamp()
+
+    Stamped.__name__ = Stamped.__qualname__ = f"CodecStamped{base.__name__}"
+    return Stamped
+
+
+# numba's order: NUMBA_CACHE_DIR if set, else __pycache__ beside the source, else the user's cache directory
+STAMPED_LOCATORS = tuple(_stamped(base) for base in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
+                                                      caching.UserWideCacheLocator))
+
+
+def install() -> None:
+    """Put the stamped locators first (idempotent)."""
+    classes = caching.CacheImpl._locator_classes
+    if not any(cls in classes for cls in STAMPED_LOCATORS):
+        classes[:0] = STAMPED_LOCATORS
