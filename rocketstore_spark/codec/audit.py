@@ -212,8 +212,9 @@ class AuditDecoder:
 
     @property
     def reads_every_byte(self) -> bool:
-        """With BODYCRC every body is read (``RecordDecoder.reads_every_byte``)."""
-        return self.check_crc
+        """With BODYCRC every body is read, and the ``__CRC32#`` check reads every whole record
+        (``RecordDecoder.reads_every_byte``)."""
+        return self.check_crc or self.check_props
 
     def reset(self) -> None:
         self.state[:] = 0

@@ -29,7 +29,6 @@ import numpy as np
 
 from rocketstore_spark import dispatch
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
-from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding, finding
@@ -291,15 +290,6 @@ class RebuildResult:
     records: int
     findings: list[Finding]
     differences: list[Difference]
-
-
-DISPATCH_BATCH_ROWS = 1 << 16        # the dispatch columns are small: big batches keep per-queue work per batch low
-
-
-def dispatch_decoder(message_delay_level: str) -> RecordDecoder:
-    """The decoder of the dispatch columns, in batches large enough that per-queue overhead stays small."""
-    return RecordDecoder(dispatch.DISPATCH_COLUMNS, message_delay_level=message_delay_level,
-                         batch_rows=DISPATCH_BATCH_ROWS, batch_bytes=1 << 30)
 
 
 class SettingsConflict(ValueError):

@@ -17,6 +17,8 @@ driver when the job ends.
 """
 from __future__ import annotations
 
+import contextlib
+
 import os
 from pathlib import Path
 
@@ -61,10 +63,12 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
     decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags)
     findings: list[Finding] = []
     spill.mkdir(parents=True, exist_ok=True)
-    files = [open(entries_path(spill, task, g), "wb") for g in range(groups)]
     topic_hashes: list[int] = []
     keys = 0
-    try:
+    # every spill file is closed whatever fails: on a full disk each close raises too, and a file left open
+    # keeps its blocks allocated after the directory is removed
+    with contextlib.ExitStack() as opened:
+        files = [opened.enter_context(open(entries_path(spill, task, g), "wb")) for g in range(groups)]
         with open(keys_path(spill, task), "wb") as key_file:
             for path, base_offset, start, end, followed in ranges:
                 reader = SegmentReader(path, base_offset, decoder, start, end, followed=followed)
@@ -88,9 +92,6 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                         key_file.write(put.tobytes())
                         keys += len(put)
                 findings.extend(reader.result.findings)
-    finally:
-        for f in files:
-            f.close()
     return decoder.topics, keys, findings
 
 

@@ -106,19 +106,20 @@ class SegmentReader:
         finally:
             os.close(fd)
 
-    def _read(self, fd: int, window: int, position: int, file_size: int) -> np.ndarray:
+    def _read(self, fd: int, window: int, position: int, file_size: int, walk: bool = False) -> np.ndarray:
         """The window [position, position + window) of the file: a read-only shared mapping (no copy; it is
         unmapped when the last array viewing it goes — decoded batches copy what they keep), or a pread copy
-        where mmap fails."""
+        where mmap fails. ``walk``: the window is read record by record (not searched by a resync)."""
         length = min(window, file_size - position)
         if length <= 0:
             return np.zeros(0, dtype=np.uint8)
         aligned = position - position % mmap.ALLOCATIONGRANULARITY
-        # a decoder that reads every byte has a window that lies within the range mapped at once (one call
-        # instead of a page fault per 64 KiB: a few ms less per 256 MiB); one that reads headers only may skip
-        # most pages, and a window past the range's end may be read only in part
+        # a window walked by a decoder that reads every byte, lying within the range, is mapped at once (one
+        # call instead of a page fault per 64 KiB: a few ms less per 256 MiB); a header-only decoder may skip
+        # most pages, a window past the range's end may be read only in part, and a resync reads only until
+        # it finds a record start
         within = self.end is None or position + length <= self.end
-        populate = _MAP_POPULATE if within and getattr(self.decoder, "reads_every_byte", False) else 0
+        populate = _MAP_POPULATE if walk and within and getattr(self.decoder, "reads_every_byte", False) else 0
         try:
             mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | populate,
                            prot=mmap.PROT_READ, offset=aligned)
@@ -140,7 +141,7 @@ class SegmentReader:
                 res.end_position = self.start
                 return
         res.first_position = pos
-        buf = self._read(fd, window, pos, file_size)
+        buf = self._read(fd, window, pos, file_size, walk=True)
         buf_file_pos = pos
         while True:
             decoded = self.decoder.decode(buf, buf_file_pos, file_size, self.base_offset, pos, end)
@@ -169,7 +170,8 @@ class SegmentReader:
                             return
                     else:
                         window = needed
-                buf = self._read(fd, window, pos, file_size)
+                buf = None                 # unmapped before the next window is mapped: one window at a time
+                buf = self._read(fd, window, pos, file_size, walk=True)
                 buf_file_pos = pos
                 continue
             if stop == Stop.END_OF_FILE:
@@ -192,10 +194,12 @@ class SegmentReader:
                              total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
                              magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
                 self._stopped(stop, pos)
+                buf = None
                 pos = self._after_damage(fd, window, pos, end, file_size)
                 if pos < 0:
                     return
-            buf = self._read(fd, window, pos, file_size)
+            buf = None
+            buf = self._read(fd, window, pos, file_size, walk=True)
             buf_file_pos = pos
 
     def _stopped(self, stop: Stop, position: int | None) -> None:

@@ -36,7 +36,7 @@ from rocketstore_spark.rebuild.spill import ENTRY_SPILL, entries_path, scan_rang
 from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
-from rocketstore_spark.store.outputs import OutputError
+from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
@@ -134,7 +134,9 @@ def queued_records(layout: StoreLayout, settings: RebuildSettings, work_dir: str
     total = sum(seg.size for seg in layout.segments)
     groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES)))
     ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
-    parent = work_dir or tempfile.gettempdir()
+    # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
+    # API caller's work_dir may point anywhere)
+    parent = outside_stores(work_dir or tempfile.gettempdir(), store_roots([layout]), "work directory")
     try:
         spill = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=parent))
         try:
