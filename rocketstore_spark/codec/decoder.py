@@ -41,7 +41,8 @@ DEFAULT_BATCH_BYTES = 16 << 20
 FIXED_WIDTH_BATCH_ROWS = 65536
 STREAM_AHEAD = 16 << 10
 # the transaction type names back to back, and each one's span there (index = (sys_flag & 0xC) >> 2)
-_TRANSACTION_BYTES = np.frombuffer("".join(TRANSACTION_TYPES).encode(), dtype=np.uint8)
+# (zero-padded: choice_strings copies short strings 8 bytes at a time)
+_TRANSACTION_BYTES = np.frombuffer("".join(TRANSACTION_TYPES).encode() + bytes(32), dtype=np.uint8)
 _TRANSACTION_LENS = np.array([len(t) for t in TRANSACTION_TYPES], dtype=np.int64)
 _TRANSACTION_POS = np.cumsum(_TRANSACTION_LENS) - _TRANSACTION_LENS
 _INT32_COLUMNS = {"total_size": "total_size", "magic_code": "magic_code", "body_crc": "body_crc",
@@ -151,9 +152,9 @@ class RecordDecoder:
 
     @property
     def reads_every_byte(self) -> bool:
-        """Are whole records read (bodies or their CRC), not only headers and properties? The reader then maps
-        each window whole at once."""
-        return self.check_crc or bool(self._wanted & {"body", "body_uncompressed", "body_crc_ok"})
+        """Are whole records read (bodies, their CRC, or the ``__CRC32#`` property's CRC of the whole record),
+        not only headers and properties? The reader then maps each window whole at once."""
+        return self.check_crc or bool(self._wanted & {"body", "body_uncompressed", "body_crc_ok", "properties_crc_ok"})
 
     # ---------------------------------------------------------------------------------------- walking
 
@@ -168,6 +169,7 @@ class RecordDecoder:
         len(window)); ``file_size`` bounds records; ``base_offset`` is the segment's."""
         positions = np.empty(self.batch_rows, dtype=np.int64)
         count = -1
+        header = None
         if self.lanes > 1:
             count, next_pos, stop = commitlog.walk_lanes(window, window_position, file_size, base_offset, start,
                                                          limit, self.lanes, self._lane_rows, self._lane_counts,
@@ -179,12 +181,17 @@ class RecordDecoder:
                 positions = np.concatenate([positions[k * self._lane_rows:k * self._lane_rows + c]
                                             for k, c in enumerate(self._lane_counts)])
         if count < 0:
-            count, next_pos, stop = commitlog.walk(window, window_position, file_size, start, limit,
-                                                   self.batch_rows, self.batch_bytes, positions, self.stream)
-        positions = positions[:count]
+            # headers decoded as the walk goes, a tile at a time while their lines are in cache
+            header = HeaderColumns(self.batch_rows, self.fields)
+            positions, next_pos, stop = header.walk(window, window_position, file_size, start, limit,
+                                                    self.batch_bytes, positions, self.stream)
+            count = len(positions)
+        else:
+            positions = positions[:count]
         if not count:
             return Decoded(None, positions, None, int(next_pos), Stop(stop))
-        header = HeaderColumns(count, self.fields).decode(window, window_position, positions)
+        if header is None:
+            header = HeaderColumns(count, self.fields).decode(window, window_position, positions)
         placed = header.stored_physical_offset == base_offset + positions
         misplaced = misplaced_stored = _NONE
         if not placed.all():

@@ -48,9 +48,23 @@ def _code_point(buf, i, end):
     return cp, j - i
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def java_hash_span(buf, start, length):
-    """``new String(buf[start:start+length], UTF_8).hashCode()`` as int32."""
+    """``new String(buf[start:start+length], UTF_8).hashCode()`` as int32. Inlined where it is called: ASCII
+    (one UTF-16 unit per byte) is hashed in place, anything else by ``_java_hash_utf8``. A call per short
+    string (a TAGS value) cost ten times its hashing inside the property pass."""
+    h = np.uint32(0)         # Java's int overflow: uint32 arithmetic wraps the same way
+    for i in range(start, start + length):
+        c = buf[i]
+        if c >= 0x80:
+            return _java_hash_utf8(buf, start, length)
+        h = h * np.uint32(31) + np.uint32(c)
+    return np.int32(h)
+
+
+@numba.njit(cache=True, nogil=True)
+def _java_hash_utf8(buf, start, length):
+    """``java_hash_span`` of any bytes: UTF-8 decoded to UTF-16 code units as Java does (module docstring)."""
     h = np.int64(0)          # kept in [0, 2^32): Java's int overflow, made explicit
     i = start
     end = start + length

@@ -1,7 +1,10 @@
 """Native operations for compiled (numba) code: big-endian loads, libc ``memcpy`` and ``memchr``, libdeflate's
 ``crc32``; and ``keep_freed_memory``, glibc's allocator told to reuse freed batches.
 
-``prefetch(buf, i)`` starts loading a cache line ahead of use. ``byte_at(buf, i)`` reads one byte without numba's negative-index handling, ``load_le64`` eight (for
+``load_le64_at``/``store_le64_at`` do the same at a raw address, for small helpers that
+inline into a hot loop: numba keeps a reference count on every array an inlined helper with a loop or a branch
+takes, two atomic calls per use in the caller's loop (a short copy helper taking arrays made the property pass
+2.5x slower), where integers cost nothing. ``prefetch(buf, i)`` starts loading a cache line ahead of use. ``byte_at(buf, i)`` reads one byte without numba's negative-index handling, ``load_le64`` eight (for
 searching 8 bytes at a time), ``store_le64`` writes eight; ``load_be16/32/64(buf, i)`` read a big-endian integer at byte index i of a contiguous uint8 array as one
 unaligned load plus a byte swap (three times faster than assembling bytes, which numba does not fuse).
 Like numba's own indexing they do not check bounds: callers check against the buffer length first.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import ctypes
 
 import llvmlite.binding as llvm
+import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -93,6 +97,29 @@ def store_le64(typingctx, buf, index, value):
     return types.none(buf, index, value), codegen
 
 
+@intrinsic
+def load_le64_at(typingctx, address):
+    """The 8 bytes at a raw ``address`` (an integer from ``array.ctypes.data``) as a little-endian uint64."""
+    if not isinstance(address, types.Integer):
+        raise TypingError("load_le64_at(integer address)")
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], ir.IntType(64).as_pointer()), align=1)
+    return types.uint64(address), codegen
+
+
+@intrinsic
+def store_le64_at(typingctx, address, value):
+    """The 8 bytes at a raw ``address`` = value (uint64, little-endian)."""
+    if not (isinstance(address, types.Integer) and value == types.uint64):
+        raise TypingError("store_le64_at(integer address, uint64)")
+
+    def codegen(context, builder, signature, args):
+        builder.store(args[1], builder.inttoptr(args[0], ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
+    return types.none(address, value), codegen
+
+
 PREFETCH_AHEAD = 16        # records: far enough to cover a miss, near enough to stay in cache
 
 
@@ -135,6 +162,25 @@ llvm.add_symbol(_MEMCHR, _address(ctypes.CDLL(None).memchr))
 # void *memchr(const void *s, int c, size_t n): the address of the first byte c, or 0
 memchr = types.ExternalFunction(_MEMCHR, types.intp(types.intp, types.int32, types.uintp))
 
+
+SHORT_COPY = 32            # copy_at: copies up to this long go 8 bytes at a time
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def copy_at(dst, src, length, src_room):
+    """Copy ``length`` bytes from address ``src`` to address ``dst``; returns ``length``. Up to SHORT_COPY
+    bytes go 8 at a time (a ``memcpy`` call per short string costs more than the copy): up to 7 bytes past
+    the end are then written — the destination needs SHORT_COPY spare bytes after its end, which later
+    copies overwrite — and read, where the source has them (``src_room``: bytes readable from ``src``).
+    Addresses, not arrays (``load_le64_at``)."""
+    if length <= SHORT_COPY and src_room >= SHORT_COPY:
+        k = 0
+        while k < length:
+            store_le64_at(dst + k, load_le64_at(src + k))
+            k += 8
+    else:
+        memcpy(dst, src, length)
+    return length
 
 def _bind_libdeflate() -> bool:
     try:

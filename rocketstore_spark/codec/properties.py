@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
-from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, load_le64, prefetch, store_le64
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, copy_at, load_le64, prefetch
 from rocketstore_spark.codec.commitlog import span_equals
 from rocketstore_spark.codec.javahash import java_hash_span
 
@@ -148,22 +148,7 @@ def _space(buf, i, end):
     return end
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _put(dst, o, src, pos, length):
-    """Copy src[pos:pos+length] to dst[o:] (contiguous uint8); returns the new end. Short strings go 8 bytes
-    at a time (a memcpy call per property costs more than the copy): up to 7 bytes past the end may be
-    written (``dst`` has COPY_SLACK spare bytes; later strings overwrite them), and read where ``src`` has
-    them."""
-    if length > 0:
-        if length <= 32 and pos + 32 <= src.shape[0]:
-            for k in range(0, length, 8):
-                store_le64(dst, o + k, load_le64(src, pos + k))
-        else:
-            native.memcpy(dst.ctypes.data + o, src.ctypes.data + pos, length)
-    return o + length
-
-
-COPY_SLACK = 32
+COPY_SLACK = native.SHORT_COPY     # native.copy_at's spare bytes after each output buffer
 
 
 @numba.njit(cache=True, nogil=True)
@@ -210,6 +195,12 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     tags_code = np.empty(n if w_code else 0, dtype=np.int64)
     deliver_time = np.empty(n if w_deliver else 0, dtype=np.int64)
     deliver_valid = np.empty(n if w_deliver else 0, dtype=np.bool_)
+    # addresses for copy_at (arrays would cost reference counting in this loop)
+    at = np.intp(buf.ctypes.data)          # signed: uintp + int64 would be a float
+    room = buf.shape[0]
+    key_data_at, value_data_at = np.intp(key_data.ctypes.data), np.intp(value_data.ctypes.data)
+    tags_data_at, uniq_data_at = np.intp(tags_data.ctypes.data), np.intp(uniq_data.ctypes.data)
+    keys_data_at = np.intp(keys_data.ctypes.data)
     for offsets in (pair_offsets, key_offsets, value_offsets, tags_offsets, uniq_offsets, keys_list_offsets,
                     keys_offsets):
         offsets[0] = 0
@@ -271,8 +262,8 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                         timer = m
                     m += 1
                     if w_map and not duplicate:
-                        ko = _put(key_data, ko, buf, index, kv - index)
-                        vo = _put(value_data, vo, buf, kv + 1, end - kv - 1)
+                        ko += copy_at(key_data_at + ko, at + index, kv - index, room - index)
+                        vo += copy_at(value_data_at + vo, at + kv + 1, end - kv - 1, room - (kv + 1))
                         pairs += 1
                         key_offsets[pairs] = ko
                         value_offsets[pairs] = vo
@@ -283,20 +274,20 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             if duplicate:
                 pairs, ko, vo = pairs_at, ko_at, vo_at
                 for j in range(m):
-                    ko = _put(key_data, ko, buf, kp[j], kl[j])
-                    vo = _put(value_data, vo, buf, vp[j], vl[j])
+                    ko += copy_at(key_data_at + ko, at + kp[j], kl[j], room - kp[j])
+                    vo += copy_at(value_data_at + vo, at + vp[j], vl[j], room - vp[j])
                     pairs += 1
                     key_offsets[pairs] = ko
                     value_offsets[pairs] = vo
             pair_offsets[r + 1] = pairs
         if w_tags:
             if tags >= 0:
-                to = _put(tags_data, to, buf, vp[tags], vl[tags])
+                to += copy_at(tags_data_at + to, at + vp[tags], vl[tags], room - vp[tags])
             tags_valid[r] = tags >= 0
             tags_offsets[r + 1] = to
         if w_uniq:
             if uniq >= 0:
-                uo = _put(uniq_data, uo, buf, vp[uniq], vl[uniq])
+                uo += copy_at(uniq_data_at + uo, at + vp[uniq], vl[uniq], room - vp[uniq])
             uniq_valid[r] = uniq >= 0
             uniq_offsets[r + 1] = uo
         if w_keys:
@@ -306,7 +297,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                 while s <= e:
                     i = _space(buf, s, e)
                     if i > s:
-                        kdo = _put(keys_data, kdo, buf, s, i - s)
+                        kdo += copy_at(keys_data_at + kdo, at + s, i - s, room - s)
                         pieces += 1
                         keys_offsets[pieces] = kdo
                     s = i + 1
