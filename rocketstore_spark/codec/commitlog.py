@@ -236,11 +236,11 @@ def _record(buf, buf_file_pos, buf_end, file_end, pos):
     return stop, total
 
 
-TILE_FULL = -2                 # _walk_span: it walked as many records as it was allowed
+TILE_FULL = -2                 # walk_span: it walked as many records as it was allowed
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_count, used, max_bytes, out_pos, stream,
+def walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_count, used, max_bytes, out_pos, stream,
                fetched):
     """The walk itself (``walk``), from ``pos`` with ``count`` records walked and ``used`` bytes so far, until
     ``count`` reaches ``stop_count`` (then stop = TILE_FULL). Returns (count, next_position, stop, used,
@@ -268,7 +268,7 @@ def _walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_cou
 def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream=0):
     """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``, checking each
     record; the file positions of valid records go to ``out_pos`` (decode them with ``decode_header``, or
-    walk with ``walk_headers``).
+    walk with ``tiles.walk_tiles``).
 
     ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)); ``file_end`` is the file size. At most
     ``max_records`` records, and none after ``max_bytes`` of them. ``stream`` > 0: keep every cache line up
@@ -276,36 +276,9 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
     properties) anyway; a hop then does not wait for memory (each needs the TOTALSIZE it just loaded, so
     hops cannot overlap their misses otherwise). Returns (count, next_position, Stop).
     """
-    count, pos, stop, _, _ = _walk_span(buf, buf_file_pos, buf_file_pos + buf.shape[0], file_end, start, limit, 0,
+    count, pos, stop, _, _ = walk_span(buf, buf_file_pos, buf_file_pos + buf.shape[0], file_end, start, limit, 0,
                                         max_records, 0, max_bytes, out_pos, stream, start - buf_file_pos)
     return count, pos, (STOP_LIMIT if stop == TILE_FULL else stop)
-
-
-HEADER_TILE = 512              # records walked before their headers are decoded: ~0.7 MiB, well inside L2
-
-
-@numba.njit(cache=True, nogil=True)
-def walk_headers(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream, want, out):
-    """``walk``, and ``decode_header`` of the walked records into ``out`` (its arrays at least ``max_records``
-    long), a tile of HEADER_TILE records at a time right after walking them: their header lines are still in
-    L2 then, where a header pass over a whole batch of several MiB reads them back from the shared cache
-    (a third of the time). Returns (count, next_position, Stop) as ``walk``."""
-    buf_end = buf_file_pos + buf.shape[0]
-    pos = start
-    count = 0
-    used = 0
-    fetched = start - buf_file_pos
-    while True:
-        first = count
-        count, pos, stop, used, fetched = _walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
-                                                     min(count + HEADER_TILE, max_records), used, max_bytes,
-                                                     out_pos, stream, fetched)
-        if count > first:
-            decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
-        if stop != TILE_FULL:
-            return count, pos, stop
-        if count >= max_records:
-            return count, pos, STOP_LIMIT
 
 
 LANES = 4
@@ -522,15 +495,11 @@ class HeaderColumns:
         decode_header(buf, buf_file_pos, positions, 0, self.n, self.want, self.arrays)
         return self
 
-    def walk(self, buf, buf_file_pos: int, file_end: int, start: int, limit: int, max_bytes: int,
-             positions: np.ndarray, stream: int = 0) -> tuple[np.ndarray, int, int]:
-        """``walk_headers`` into these columns, allocated for up to ``n`` records (at most ``len(positions)``),
-        which are then cut to the records walked: (their positions, next_position, stop)."""
-        count, next_position, stop = walk_headers(buf, buf_file_pos, file_end, start, limit, self.n, max_bytes,
-                                                  positions, stream, self.want, self.arrays)
-        self.n = int(count)
-        self._set_arrays(tuple(a[:count] if len(a) else a for a in self.arrays))
-        return positions[:count], next_position, stop
+    def cut(self, n: int) -> "HeaderColumns":
+        """The first ``n`` rows (views): columns allocated for a whole batch, of which fewer were walked."""
+        self.n = n
+        self._set_arrays(tuple(a[:n] if len(a) else a for a in self.arrays))
+        return self
 
 
 @numba.njit(cache=True, nogil=True)

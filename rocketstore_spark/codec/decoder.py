@@ -28,7 +28,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark.codec import commitlog, compression, hosts, properties
+from rocketstore_spark.codec import commitlog, compression, hosts, properties, tiles
 from rocketstore_spark.codec.arrow import (RepeatedColumn, binary_array, bool_array, choice_strings, fixed_array,
                                            offsets_array, string_array, timestamp_array, utf8_array)
 from rocketstore_spark.codec.commitlog import (MAGIC_V2, TRANSACTION_MASK,
@@ -66,6 +66,9 @@ def is_fixed_width(arrow_type: pa.DataType) -> bool:
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+_NO_OFFSETS = np.zeros(1, dtype=np.int32)
+_NO_BYTES = np.zeros(0, dtype=np.uint8)
+_NO_VERDICTS = np.zeros(0, dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,13 @@ class RecordDecoder:
         self._want_hosts = np.array([c in self._wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
         self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
         self._base_column = (None, None)        # (base offset, RepeatedColumn) of segment_base_offset
+        # bodies copied and CRC-checked by the walk's tiles where both are asked for (a plain RecordDecoder
+        # only: a subclass makes its own output); first capacity: a batch's bytes, grown by the walk if needed
+        self._gather_bodies = (type(self).output is RecordDecoder.output and "body_crc_ok" in self._wanted
+                               and bool(self._wanted & {"body", "body_uncompressed"}))
+        self._body_capacity = min(self.batch_bytes, 16 << 20)
+        if self._gather_bodies:
+            self.fields |= {"body_pos", "body_len", "body_crc"}
 
     @property
     def reads_every_byte(self) -> bool:
@@ -180,14 +190,18 @@ class RecordDecoder:
             elif count > 0:
                 positions = np.concatenate([positions[k * self._lane_rows:k * self._lane_rows + c]
                                             for k, c in enumerate(self._lane_counts)])
+        bodies = None
         if count < 0:
-            # headers decoded as the walk goes, a tile at a time while their lines are in cache
+            # headers, and bodies with their CRC, taken a tile at a time right behind the walk (tiles.py)
             header = HeaderColumns(self.batch_rows, self.fields)
-            positions, next_pos, stop = header.walk(window, window_position, file_size, start, limit,
-                                                    self.batch_bytes, positions, self.stream)
-            count = len(positions)
-        else:
-            positions = positions[:count]
+            body_offsets, body_data, body_ok = self._body_buffers()
+            count, next_pos, stop, body_data = tiles.walk_tiles(
+                window, window_position, file_size, start, limit, self.batch_rows, self.batch_bytes, positions,
+                self.stream, header.want, header.arrays, self._gather_bodies, body_offsets, body_data, body_ok)
+            header.cut(count)
+            if self._gather_bodies:
+                bodies = (body_offsets[:count + 1], body_data[:body_offsets[count]], body_ok[:count])
+        positions = positions[:count]
         if not count:
             return Decoded(None, positions, None, int(next_pos), Stop(stop))
         if header is None:
@@ -197,22 +211,33 @@ class RecordDecoder:
         if not placed.all():
             misplaced, misplaced_stored = positions[~placed], header.stored_physical_offset[~placed]
             positions, header = positions[placed], header.take(placed)
+            bodies = None                       # gathered again from the records that stay
             if not len(positions):
                 return Decoded(None, positions, None, int(next_pos), Stop(stop), misplaced, misplaced_stored)
         crc_failures, verdicts = _NONE, None
         if self.check_crc:
-            verdicts = crc_ok(window, header.body_pos, header.body_len, header.body_crc, header.n)
+            verdicts = bodies[2] if bodies is not None else crc_ok(window, header.body_pos, header.body_len,
+                                                                   header.body_crc, header.n)
             crc_failures = positions[~verdicts]
-        output = self.output(window, window_position, base_offset, positions, header, verdicts)
+        output = self.output(window, window_position, base_offset, positions, header, verdicts, bodies)
         return Decoded(output, positions, header, int(next_pos), Stop(stop), misplaced, misplaced_stored, crc_failures,
                        self.schema)
 
     # --------------------------------------------------------------------------------------- columns
 
+    def _body_buffers(self):
+        """(offsets, data, verdicts) for walk_tiles to gather bodies into, or empty ones when it does not."""
+        if not self._gather_bodies:
+            return _NO_OFFSETS, _NO_BYTES, _NO_VERDICTS
+        return (np.empty(self.batch_rows + 1, dtype=np.int32), np.empty(self._body_capacity, dtype=np.uint8),
+                np.empty(self.batch_rows, dtype=np.bool_))
+
     def output(self, buf: np.ndarray, buf_file_pos: int, base_offset: int, positions: np.ndarray,
-               h: HeaderColumns, crc_verdicts: np.ndarray | None = None) -> dict[str, pa.Array]:
+               h: HeaderColumns, crc_verdicts: np.ndarray | None = None, bodies: tuple | None = None
+               ) -> dict[str, pa.Array]:
         """The requested columns, by name, of the records at file ``positions`` (header ``h`` decoded from
-        ``buf``): ``Decoded.output``. Subclasses make other outputs from the same walk."""
+        ``buf``): ``Decoded.output``. ``bodies``: (offsets, data, CRC verdicts) gathered by the walk, where it
+        did. Subclasses make other outputs from the same walk."""
         wanted = self._wanted
         n = h.n
         out: dict[str, pa.Array] = {}
@@ -260,7 +285,10 @@ class RecordDecoder:
                                         ("msg_id", id_offsets, ids)):
                 if name in wanted:
                     out[name] = offsets_array(pa.string(), n, offsets, data)
-        if ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
+        if bodies is not None:
+            offsets, data, crc_verdicts = bodies
+            out["body"] = offsets_array(pa.binary(), n, offsets, data)
+        elif ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
             offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
             out["body"] = offsets_array(pa.binary(), n, offsets, data)
         elif "body" in wanted or "body_uncompressed" in wanted:

@@ -235,7 +235,7 @@ class DispatchDecoder(RecordDecoder):
         self.topic_hashes: list[int] = []          # each topic's Java hashCode
         self._topic_numbers: dict[str, int] = {}
 
-    def output(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts=None) -> DispatchWindow:
+    def output(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts=None, bodies=None) -> DispatchWindow:
         n = h.n
         (_, _, _, _, _, tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid,
          keys_list_offsets, keys_offsets, keys_data, tags_code, _, _, ascii) = properties.property_columns(

@@ -1,0 +1,68 @@
+"""The walk of a batch of CommitLog records with the per-record work that reads what the walk just loaded, done
+a tile of records at a time behind it: header fields (``commitlog.decode_header``) and, where bodies are read,
+each body copied into its Arrow buffer and checked against its BODYCRC (``crc32``).
+
+Why tiles: a batch (4 K records, ~6 MiB) does not fit in a core's L2; a pass over the whole batch after the walk
+reads every line back from the shared cache or memory. A tile of TILE_RECORDS (~0.7 MiB) is still in L2 when
+its headers and bodies are taken (header pass ≈ 3x, body copy ≈ 1.4x faster than whole-batch passes). Pure and
+compiled; runs wherever records are decoded.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from rocketstore_spark.codec import native
+from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_POS, STOP_LIMIT, TILE_FULL, walk_span,
+                                               decode_header)
+from rocketstore_spark.codec.crc32 import rmq_crc32_span
+
+TILE_RECORDS = 512
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream, want, out,
+               bodies, body_offsets, body_data, body_ok):
+    """``commitlog.walk`` from ``start``, and for each tile of records walked: their header fields into ``out``
+    (``decode_header``; arrays at least ``max_records`` long) and, with ``bodies`` (``want`` then includes
+    body_pos, body_len and body_crc), their bodies appended to ``body_data`` at ``body_offsets`` (int32, length
+    max_records + 1) with ``body_ok[r]``: does the copy's CRC match BODYCRC (an empty body passes, as in
+    RocketMQ). ``body_data`` grows (doubling) when a batch's bodies outgrow it. Returns (count,
+    next_position, Stop, body_data)."""
+    buf_end = buf_file_pos + buf.shape[0]
+    pos = start
+    count = 0
+    used = 0
+    fetched = start - buf_file_pos
+    if bodies:
+        body_offsets[0] = 0
+    o = 0
+    while True:
+        first = count
+        count, pos, stop, used, fetched = walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
+                                                     min(count + TILE_RECORDS, max_records), used, max_bytes,
+                                                     out_pos, stream, fetched)
+        if count > first:
+            decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
+            if bodies:
+                body_pos, body_len, body_crc = out[H_BODY_POS], out[H_BODY_LEN], out[H_BODY_CRC]
+                need = o
+                for r in range(first, count):
+                    need += max(body_len[r], 0)
+                if need > body_data.shape[0]:
+                    grown = np.empty(max(need, 2 * body_data.shape[0]), dtype=np.uint8)
+                    native.memcpy(grown.ctypes.data, body_data.ctypes.data, o)
+                    body_data = grown
+                for r in range(first, count):
+                    length = max(body_len[r], 0)
+                    # the walk keeps every body inside its record and window; memcpy must never be the one to find out
+                    if length and (body_pos[r] < 0 or body_pos[r] + length > buf.shape[0]):
+                        raise IndexError("span outside the buffer")
+                    native.memcpy(body_data.ctypes.data + o, buf.ctypes.data + body_pos[r], length)
+                    body_ok[r] = length == 0 or rmq_crc32_span(body_data, o, length) == body_crc[r]
+                    o += length
+                    body_offsets[r + 1] = o
+        if stop != TILE_FULL:
+            return count, pos, stop, body_data
+        if count >= max_records:
+            return count, pos, STOP_LIMIT, body_data
