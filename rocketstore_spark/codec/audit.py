@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from rocketstore_spark.codec import commitlog
+from rocketstore_spark.codec import commitlog, native
 from rocketstore_spark.codec.commitlog import (NO_STOP, POS_BODY_CRC, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH,
                                                POS_SYS_FLAG, STOP_LIMIT, Stop, be32, be64, host_lengths)
 from rocketstore_spark.codec.crc32 import body_crc_matches, prop_crc_verdict
@@ -74,6 +74,7 @@ def audit_walk(buf, buf_file_pos, file_end, base_offset, start, limit, check_crc
     TOTALSIZE. ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)), ``file_end`` is the file
     size. Each valid record goes through ``_audit_record``. Returns (records, next_position, Stop) as
     ``commitlog.walk``; a full ``out`` row ends the call with LIMIT."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
     _start_call(counts)
     cap = out.shape[1]
@@ -95,6 +96,7 @@ def audit_positions(buf, buf_file_pos, base_offset, positions, n, check_props, c
                     prop_failures):
     """``_audit_record`` (no BODYCRC) of the n records at file ``positions``, already walked and found valid
     (``commitlog.walk_lanes``); ``out`` holds at least n + 1 columns. Returns the placed records."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
     _start_call(counts)
     for i in range(n):

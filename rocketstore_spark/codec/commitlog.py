@@ -276,6 +276,7 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
     properties) anyway; a hop then does not wait for memory (each needs the TOTALSIZE it just loaded, so
     hops cannot overlap their misses otherwise). Returns (count, next_position, Stop).
     """
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     count, pos, stop, _, _ = walk_span(buf, buf_file_pos, buf_file_pos + buf.shape[0], file_end, start, limit, 0,
                                         max_records, 0, max_bytes, out_pos, stream, start - buf_file_pos)
     return count, pos, (STOP_LIMIT if stop == TILE_FULL else stop)
@@ -298,6 +299,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
     whatever is wrong as usual). The last lane ends like ``walk``: LIMIT at ``limit``, NEED_MORE at the end
     of the buffer, or a normal end of segment (BLANK, zero fill, end of file). Returns (count, next_position,
     Stop)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     lane_counts[:] = 0
     buf_end = buf_file_pos + buf.shape[0]
     region_end = min(limit, buf_end)
@@ -385,6 +387,7 @@ def decode_header(buf, buf_file_pos, positions, first, n, want, out):
     to ``out[f][r]`` when ``want[f]``; ``out`` is a tuple of typed arrays (HEADER_DTYPES), empty for the fields
     nobody asked for, which are not decoded (a header-only scan does not pay for layout() or stores nobody
     reads)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     w_total, w_magic, w_crc, w_qid = want[H_TOTAL_SIZE], want[H_MAGIC_CODE], want[H_BODY_CRC], want[H_QUEUE_ID]
     w_flag, w_qoff, w_phys = want[H_FLAG], want[H_QUEUE_OFFSET], want[H_STORED_PHYSICAL_OFFSET]
     w_sys, w_born, w_store = want[H_SYS_FLAG], want[H_BORN_TIMESTAMP], want[H_STORE_TIMESTAMP]
@@ -509,6 +512,7 @@ def resync(buf, buf_file_pos, base_offset, start, stop_at):
 
     Candidates are found with memchr on the magic's first byte (0xDA, shared by both message magics), so
     zero fill and other data without that byte are skipped at memory speed."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
     last = min(stop_at, buf_end - 36)
     p = max(start, buf_file_pos)

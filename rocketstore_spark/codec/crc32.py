@@ -12,7 +12,7 @@ import numpy as np
 
 from rocketstore_spark.codec import native
 from rocketstore_spark.codec.arrow import copy_span, span_offsets
-from rocketstore_spark.codec.commitlog import span_equals
+from rocketstore_spark.codec.native import byte_at, load_le64
 
 RMQ_CRC_MASK = 0x7FFFFFFF
 
@@ -86,6 +86,7 @@ def body_crc_matches(buf, body_pos, body_len, body_crc):
 @numba.njit(cache=True, nogil=True)
 def crc_ok(buf, body_pos, body_len, body_crc, n):
     """Per record: does the masked CRC-32 of its body (buffer span) equal its stored BODYCRC?"""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     out = np.empty(n, dtype=np.bool_)
     for r in range(n):
         out[r] = body_crc_matches(buf, body_pos[r], body_len[r], body_crc[r])
@@ -96,6 +97,7 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
 def gather_checked(buf, body_pos, body_len, body_crc, n):
     """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts, each body checked on its copy
     right after it is made, while it is in cache: the bodies are read from memory once, not twice."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     offsets = span_offsets(body_len, n)
     data = np.empty(offsets[n], dtype=np.uint8)
     ok = np.empty(n, dtype=np.bool_)
@@ -106,7 +108,7 @@ def gather_checked(buf, body_pos, body_len, body_crc, n):
     return offsets, data, ok
 
 
-_CRC32_PROPERTY = np.frombuffer(b"__CRC32#\x01", dtype=np.uint8).copy()
+_CRC32_NAME_WORD = np.uint64(int.from_bytes(b"__CRC32#", "little"))
 CRC32_PROPERTY_LEN = 20          # "__CRC32#" 0x01, ten digits, 0x02
 
 
@@ -118,7 +120,9 @@ def prop_crc_verdict(buf, record_pos, total_size, props_len):
     if props_len < CRC32_PROPERTY_LEN:
         return False, False
     start = record_pos + total_size - CRC32_PROPERTY_LEN
-    if not span_equals(buf, start, 9, _CRC32_PROPERTY) or buf[start + CRC32_PROPERTY_LEN - 1] != 0x02:
+    # "__CRC32#" as one word, then 0x01 and the closing 0x02 (no byte loop: this runs for every record)
+    if load_le64(buf, start) != _CRC32_NAME_WORD or byte_at(buf, start + 8) != 0x01 \
+            or byte_at(buf, start + CRC32_PROPERTY_LEN - 1) != 0x02:
         return False, False
     value = 0
     for i in range(9, -1, -1):
@@ -133,8 +137,12 @@ def prop_crc_verdict(buf, record_pos, total_size, props_len):
 def prop_crc_ok(buf, record_pos, total_size, props_len, n):
     """``prop_crc_verdict`` of n records; ``record_pos``: buffer index of each record's first byte. Returns
     (ok, present)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     ok = np.zeros(n, dtype=np.bool_)
     present = np.zeros(n, dtype=np.bool_)
     for r in range(n):
+        if r + native.PREFETCH_AHEAD < n:      # the line of a later record's property, a miss each otherwise
+            ahead = r + native.PREFETCH_AHEAD
+            native.prefetch(buf, record_pos[ahead] + total_size[ahead] - CRC32_PROPERTY_LEN)
         ok[r], present[r] = prop_crc_verdict(buf, record_pos[r], total_size[r], props_len[r])
     return ok, present

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from rocketstore_spark.codec import native
 from rocketstore_spark.codec.commitlog import FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, be32
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, load_le64, prefetch, store_le64
 
@@ -110,6 +111,7 @@ def _same_host(buf, p, q, v6):
 def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want):
     """born_host, store_host and msg_id of n records (``want``: WANT_* flags; unwanted outputs come back
     empty) as (born_offsets, born_data, store_offsets, store_data, id_offsets, id_data)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
     born_offsets = np.zeros(n + 1 if w_born else 1, dtype=np.int32)
     born = np.empty(n * HOST_MAX + SLACK if w_born else 0, dtype=np.uint8)
@@ -117,6 +119,8 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
     store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
     id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
     ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
+    # written through views without an owner (the arrays returned keep the memory alive)
+    born_w, store_w, ids_w = native.unowned(born), native.unowned(store), native.unowned(ids)
     bo = so = io = np.uint64(0)
     one = np.uint64(1)
     for r in range(n):
@@ -128,9 +132,9 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
             start = bo
             if r > 0 and v6 == ((sys_flag[r - 1] & FLAG_BORNHOST_V6) != 0) and \
                     _same_host(buf, born_host_pos[r], born_host_pos[r - 1], v6):
-                bo = _copy_short(born, bo, np.uint64(born_offsets[r - 1]), np.uint64(born_offsets[r]) - np.uint64(born_offsets[r - 1]))
+                bo = _copy_short(born_w, bo, np.uint64(born_offsets[r - 1]), np.uint64(born_offsets[r]) - np.uint64(born_offsets[r - 1]))
             else:
-                bo = _write_host(born, bo, buf, born_host_pos[r], v6)
+                bo = _write_host(born_w, bo, buf, born_host_pos[r], v6)
             born_offsets[r + 1] = bo
         same_store = False
         if w_store or w_id:
@@ -139,23 +143,23 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
                 _same_host(buf, store_host_pos[r], store_host_pos[r - 1], v6)
         if w_store:
             if same_store:
-                so = _copy_short(store, so, np.uint64(store_offsets[r - 1]),
+                so = _copy_short(store_w, so, np.uint64(store_offsets[r - 1]),
                                  np.uint64(store_offsets[r]) - np.uint64(store_offsets[r - 1]))
             else:
-                so = _write_host(store, so, buf, store_host_pos[r], flags & FLAG_STOREHOST_V6)
+                so = _write_host(store_w, so, buf, store_host_pos[r], flags & FLAG_STOREHOST_V6)
             store_offsets[r + 1] = so
         if w_id:
             head = np.uint64(40 if flags & FLAG_STOREHOST_V6 else 16)     # hex digits of address and port
             if same_store:
-                _copy_short(ids, io, np.uint64(id_offsets[r - 1]), head)
+                _copy_short(ids_w, io, np.uint64(id_offsets[r - 1]), head)
             else:
                 p = store_host_pos[r]
                 for i in range(head // np.uint64(2)):                       # address then port, as stored
-                    store_le64(ids, io + np.uint64(2 * i), _HEX_UPPER[byte_at(buf, p + i)])
+                    store_le64(ids_w, io + np.uint64(2 * i), _HEX_UPPER[byte_at(buf, p + i)])
             io += head
             v = np.uint64(physical_offset[r])
             for i in range(8):              # the offset, big-endian; ascending, each store's spare bytes overwritten
-                store_le64(ids, io + np.uint64(2 * i), _HEX_UPPER[(v >> np.uint64(56 - 8 * i)) & np.uint64(0xFF)])
+                store_le64(ids_w, io + np.uint64(2 * i), _HEX_UPPER[(v >> np.uint64(56 - 8 * i)) & np.uint64(0xFF)])
             io += np.uint64(16)
             id_offsets[r + 1] = io
     return born_offsets, born[:bo], store_offsets, store[:so], id_offsets, ids[:io]

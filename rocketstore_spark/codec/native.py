@@ -120,6 +120,24 @@ def store_le64_at(typingctx, address, value):
     return types.none(address, value), codegen
 
 
+@intrinsic
+def unowned(typingctx, array):
+    """The same array without its owner: a view whose reference count numba never touches (meminfo NULL).
+    numba counts references to every array an inlined helper with a branch or a loop takes — two calls, each an
+    atomic operation, per use inside the caller's loop, which the refcount pruning does not remove — where a
+    view without an owner costs two calls that return at once. For a kernel's input buffers, which its caller
+    keeps alive for the call: never return it, or anything viewing it."""
+    if not isinstance(array, types.Array):
+        raise TypingError("unowned(array)")
+
+    def codegen(context, builder, signature, args):
+        view = context.make_array(signature.args[0])(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+    return array(array), codegen
+
+
 PREFETCH_AHEAD = 16        # records: far enough to cover a miss, near enough to stay in cache
 
 

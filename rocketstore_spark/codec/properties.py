@@ -163,6 +163,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     where present — ``keys_list_offsets, keys_offsets, keys_data,`` — KEYS split on single spaces, empty pieces
     dropped (IndexService.buildIndex) — ``tags_code, deliver_time, deliver_valid, ascii)``; ``ascii``: every
     properties byte is below 0x80, so every string built is valid UTF-8 (no validation needed)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
     w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
     data_cap = 0

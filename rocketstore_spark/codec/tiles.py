@@ -29,6 +29,7 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
     max_records + 1) with ``body_ok[r]``: does the copy's CRC match BODYCRC (an empty body passes, as in
     RocketMQ). ``body_data`` grows (doubling) when a batch's bodies outgrow it. Returns (count,
     next_position, Stop, body_data)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
     pos = start
     count = 0
