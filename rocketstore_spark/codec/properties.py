@@ -130,6 +130,28 @@ def _separator(buf, i, end, or_name, seen):
     return end, seen
 
 
+def _word(name: bytes) -> np.uint64:
+    return np.uint64(int.from_bytes(name[:8].ljust(8, b"\0"), "little"))
+
+
+_WORD_TAGS, _WORD_KEYS, _WORD_UNIQ, _WORD_DELAY = (_word(bytes(k)) for k in (KEY_TAGS, KEY_KEYS, KEY_UNIQ, KEY_DELAY))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _name_word(buf, i, length, end):
+    """The first min(length, 8) bytes at ``i`` as a little-endian word, zero above them; ``end``: where
+    readable bytes end (one 8-byte load where it fits, else byte by byte)."""
+    if i + 8 <= end:
+        word = load_le64(buf, i)
+    else:
+        word = np.uint64(0)
+        for b in range(min(end - i, 8)):
+            word |= np.uint64(byte_at(buf, i + b)) << np.uint64(8 * b)
+    if length < 8:
+        word &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+    return word
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _space(buf, i, end):
     """First index in [i, end) holding a space (KEYS' separator), else ``end``; eight bytes at a time as
@@ -177,6 +199,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     # one record's pairs (name/value spans), before duplicates are resolved
     kp = np.empty(record_cap, dtype=np.int64)
     kl = np.empty(record_cap, dtype=np.int64)
+    kh = np.empty(record_cap, dtype=np.uint64)
     vp = np.empty(record_cap, dtype=np.int64)
     vl = np.empty(record_cap, dtype=np.int64)
     pair_offsets = np.empty(n + 1 if w_map else 1, dtype=np.int32)
@@ -234,11 +257,15 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                 kv = end
                 end, seen = _separator(buf, kv + 1, end_all, False, seen)
             if end - index >= 3 and index < kv and kv < end - 1:
+                length = kv - index
+                # the name's first 8 bytes as one word (zero past its end): names are told apart by length and
+                # word, bytes compared one by one only for longer names
+                head = _name_word(buf, index, length, end_all)
                 slot = m                       # a later duplicate name overwrites the earlier value
                 for j in range(m):
-                    if kl[j] == kv - index:
+                    if kl[j] == length and kh[j] == head:
                         same = True
-                        for b in range(kv - index):
+                        for b in range(8, length):
                             if byte_at(buf, kp[j] + b) != byte_at(buf, index + b):
                                 same = False
                                 break
@@ -246,20 +273,21 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                             slot = j
                             break
                 kp[slot] = index
-                kl[slot] = kv - index
+                kl[slot] = length
+                kh[slot] = head
                 vp[slot] = kv + 1
                 vl[slot] = end - kv - 1
                 if slot == m:
                     # a new name: which one it is, found while its bytes are in cache (a duplicate keeps the slot)
-                    if span_equals(buf, index, kv - index, KEY_TAGS):
+                    if length == 4 and head == _WORD_TAGS:
                         tags = m
-                    elif span_equals(buf, index, kv - index, KEY_KEYS):
+                    elif length == 4 and head == _WORD_KEYS:
                         keys = m
-                    elif span_equals(buf, index, kv - index, KEY_UNIQ):
+                    elif length == 8 and head == _WORD_UNIQ:
                         uniq = m
-                    elif span_equals(buf, index, kv - index, KEY_DELAY):
+                    elif length == 5 and head == _WORD_DELAY:
                         delay = m
-                    elif span_equals(buf, index, kv - index, KEY_TIMER_OUT):
+                    elif span_equals(buf, index, length, KEY_TIMER_OUT):
                         timer = m
                     m += 1
                     if w_map and not duplicate:

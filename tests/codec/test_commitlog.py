@@ -127,7 +127,10 @@ def _string2message_properties(raw: bytes) -> dict[bytes, bytes]:
     return out
 
 
-_PROPERTY_BYTES = st.lists(st.sampled_from([b"\x01", b"\x02", b"TAGS", b"KEYS", b"a", b"b c", b" ", b"xyzxyzxyz"]),
+# names that share their first bytes or differ only past the eighth (the decoder tells names apart by length and
+# first word, then byte by byte)
+_PROPERTY_BYTES = st.lists(st.sampled_from([b"\x01", b"\x02", b"TAGS", b"KEYS", b"a", b"b c", b" ", b"xyzxyzxyz",
+                                            b"UNIQ_KEY", b"UNIQ_KEYS", b"TAGSX", b"DELAY", b"y"]),
                            max_size=40).map(b"".join)
 
 
@@ -140,10 +143,12 @@ def test_properties_split_like_rocketmq_at_every_offset(raw):
     rec = rec[:-2] + struct.pack(">h", len(raw)) + raw
     struct.pack_into(">i", rec, 0, len(rec))
     buf = np.frombuffer(bytes(rec), dtype=np.uint8)
-    row = RecordDecoder(("properties", "tags", "keys")).decode(buf, 0, len(buf), 0, 0, len(buf)).batch.to_pylist()[0]
+    row = RecordDecoder(("properties", "tags", "keys", "uniq_key")).decode(buf, 0, len(buf), 0, 0,
+                                                                         len(buf)).batch.to_pylist()[0]
     expected = _string2message_properties(raw)
     assert row["properties"] == [(k.decode(), v.decode()) for k, v in expected.items()]
     assert row["tags"] == (expected[b"TAGS"].decode() if b"TAGS" in expected else None)
+    assert row["uniq_key"] == (expected[b"UNIQ_KEY"].decode() if b"UNIQ_KEY" in expected else None)
     assert row["keys"] == [k.decode() for k in expected.get(b"KEYS", b"").split(b" ") if k]
 
 
