@@ -171,6 +171,12 @@ class ReplayReader(RocketMQReader):
     def read(self, partition):
         if any(r.start != 0 or r.end != os.path.getsize(r.path) for r in partition.ranges):
             raise ValueError("rocketmq_replay replays whole segments: use a splitSize that is a multiple of them")
+        if self.options.replay_per_segment:
+            # each segment's own batches, in a file of its own: as much distinct memory as the reader reads
+            for segment_range in partition.ranges:
+                yield from _replay_batches(self.replay_dir, segment_range, self.schema, self.options,
+                                           Path(segment_range.path).name)
+            return
         # every bench segment holds the same records (only PHYSICALOFFSET differs): one decoded segment,
         # replayed once per range, ships the rows the real reader ships
         batches = _replay_batches(self.replay_dir, partition.ranges[0], self.schema, self.options)
@@ -197,21 +203,22 @@ class ReplayDataSource(RocketMQDataSource):
 
 
 class ReplayOptions(CommitLogOptions):
-    KNOWN = (*CommitLogOptions.KNOWN, "replayDir")
+    KNOWN = (*CommitLogOptions.KNOWN, "replayDir", "replayPerSegment")
 
     def _parse(self, opts):
         super()._parse(opts)
         self._set("replay_dir", opts["replaydir"])
+        self._set("replay_per_segment", opts.get("replaypersegment", "false").lower() == "true")
 
 
-def _replay_batches(replay_dir: str, segment_range, schema, options):
-    """Our batches for the whole segment of ``segment_range``, decoded once per schema into an Arrow IPC
-    file and memory-mapped from then on (no copy)."""
+def _replay_batches(replay_dir: str, segment_range, schema, options, segment: str = ""):
+    """Our batches for the whole segment of ``segment_range``, decoded once per schema (and per ``segment``
+    where one is named) into an Arrow IPC file and memory-mapped from then on (no copy)."""
     import hashlib
 
     import pyarrow as pa
     key = hashlib.sha1(",".join(schema.names).encode()).hexdigest()[:12]
-    path = Path(replay_dir) / f"replay-{key}.arrow"
+    path = Path(replay_dir) / f"replay-{key}{'-' + segment if segment else ''}.arrow"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with pa.OSFile(str(tmp), "wb") as sink:
@@ -266,6 +273,9 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--skip-binaryfile", action="store_true")
+    p.add_argument("--ceiling-per-segment", action="store_true",
+                   help="the ceiling replays each segment's own decoded file (distinct memory per segment, as a "
+                        "reader has) instead of one segment's, replayed for all")
     p.add_argument("--batch-rows", type=int, default=None,
                    help="rows per Arrow batch for every reader, the ceiling included (default: the reader's)")
     args = p.parse_args(argv)
@@ -300,7 +310,8 @@ def main(argv=None):
         return reader.option("batchRows", args.batch_rows) if args.batch_rows else reader
 
     def replay():
-        reader = spark.read.format("rocketmq_replay").option("replayDir", str(replay_dir))
+        reader = spark.read.format("rocketmq_replay").option("replayDir", str(replay_dir)) \
+            .option("replayPerSegment", str(args.ceiling_per_segment).lower())
         return reader.option("batchRows", args.batch_rows) if args.batch_rows else reader
 
     readers = {"ours_full": ours(),

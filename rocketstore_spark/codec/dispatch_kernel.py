@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from rocketstore_spark.codec import properties
+from rocketstore_spark.codec import native, properties
 from rocketstore_spark.codec.commitlog import TRANSACTION_MASK, TRANSACTION_TYPES
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.javahash import _code_point, index_hash_from_java, java_hash_span
@@ -96,6 +96,8 @@ def index_keys(indexed, topic_hash, uniq_data, uniq_offsets, uniq_valid, keys_da
     ``indexed``: which records put keys; ``topic_hash``: each record's topic's hashCode (``local_topics``).
     UNIQ_KEY and TAGS are Arrow-layout strings (offsets + data, null where not valid); KEYS a list of strings
     (list offsets into ``keys_offsets``). ``ascii``: every suffix byte is below 0x80 (units = bytes, no decoding)."""
+    # no reference counting in the loop (native.unowned): the inputs outlive the call
+    uniq_data, keys_data, tags_data = native.unowned(uniq_data), native.unowned(keys_data), native.unowned(tags_data)
     n = indexed.shape[0]
     cap = 0
     for r in range(n):
@@ -141,6 +143,7 @@ def local_topics(data, topic_pos, topic_len):
     the index of its topic among the distinct ones, the record row where each distinct topic first occurs,
     each distinct topic's Java hashCode). An open-addressing table keyed on length and first and last bytes,
     confirmed byte by byte; the hashCode is computed once per distinct topic."""
+    data = native.unowned(data)           # no reference counting in the loop (native.unowned)
     n = topic_pos.shape[0]
     size = 64
     while size < 2 * n:
