@@ -40,6 +40,7 @@ DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
 FIXED_WIDTH_BATCH_ROWS = 65536
 STREAM_AHEAD = 16 << 10
+BODY_CAPACITY_MIN = 1 << 20
 # the transaction type names back to back, and each one's span there (index = (sys_flag & 0xC) >> 2)
 # (zero-padded: choice_strings copies short strings 8 bytes at a time)
 _TRANSACTION_BYTES = np.frombuffer("".join(TRANSACTION_TYPES).encode() + bytes(32), dtype=np.uint8)
@@ -153,10 +154,11 @@ class RecordDecoder:
         self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
         self._base_column = (None, None)        # (base offset, RepeatedColumn) of segment_base_offset
         # bodies copied and CRC-checked by the walk's tiles where both are asked for (a plain RecordDecoder
-        # only: a subclass makes its own output); first capacity: a batch's bytes, grown by the walk if needed
+        # only: a subclass makes its own output) into a buffer sized on the last batch's bodies, grown by the
+        # walk when a batch needs more
         self._gather_bodies = (type(self).output is RecordDecoder.output and "body_crc_ok" in self._wanted
                                and bool(self._wanted & {"body", "body_uncompressed"}))
-        self._body_capacity = min(self.batch_bytes, 16 << 20)
+        self._body_capacity = BODY_CAPACITY_MIN
         if self._gather_bodies:
             self.fields |= {"body_pos", "body_len", "body_crc"}
 
@@ -200,7 +202,11 @@ class RecordDecoder:
                 self.stream, header.want, header.arrays, self._gather_bodies, body_offsets, body_data, body_ok)
             header.cut(count)
             if self._gather_bodies:
-                bodies = (body_offsets[:count + 1], body_data[:body_offsets[count]], body_ok[:count])
+                used = int(body_offsets[count])
+                bodies = (body_offsets[:count + 1], body_data[:used], body_ok[:count])
+                # the body column keeps its whole buffer alive: the next one sized on this batch's bodies (a
+                # short batch at a window's end shrinks it only slowly, so the next full one rarely grows it)
+                self._body_capacity = max(BODY_CAPACITY_MIN, used + used // 4, self._body_capacity * 3 // 4)
         positions = positions[:count]
         if not count:
             return Decoded(None, positions, None, int(next_pos), Stop(stop))

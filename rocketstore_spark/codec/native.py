@@ -190,7 +190,10 @@ def copy_at(dst, src, length, src_room):
     bytes go 8 at a time (a ``memcpy`` call per short string costs more than the copy): up to 7 bytes past
     the end are then written — the destination needs SHORT_COPY spare bytes after its end, which later
     copies overwrite — and read, where the source has them (``src_room``: bytes readable from ``src``).
-    Addresses, not arrays (``load_le64_at``)."""
+    Addresses, not arrays (``load_le64_at``). A length below zero copies nothing (memcpy would take it as
+    a huge size)."""
+    if length <= 0:
+        return 0
     if length <= SHORT_COPY and src_room >= SHORT_COPY:
         k = 0
         while k < length:

@@ -346,9 +346,9 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             if w_deliver:
                 deliver_time[r], deliver_valid[r] = (when, True) if due else (np.int64(0), False)
                 if timer >= 0 and span_equals(buf, topic_pos[r], topic_len[r], TIMER_TOPIC):
-                    ok, at = _java_parse(buf, vp[timer], vl[timer], INT64_MAX)
+                    ok, timer_at = _java_parse(buf, vp[timer], vl[timer], INT64_MAX)
                     if ok:
-                        deliver_time[r], deliver_valid[r] = at, True
+                        deliver_time[r], deliver_valid[r] = timer_at, True
     return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
             tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
             keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,

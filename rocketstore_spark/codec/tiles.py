@@ -18,6 +18,7 @@ from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_PO
 from rocketstore_spark.codec.crc32 import rmq_crc32_span
 
 TILE_RECORDS = 512
+_INT32_MAX = (1 << 31) - 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -62,6 +63,8 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
                     native.memcpy(body_data.ctypes.data + o, buf.ctypes.data + body_pos[r], length)
                     body_ok[r] = length == 0 or rmq_crc32_span(body_data, o, length) == body_crc[r]
                     o += length
+                    if o > _INT32_MAX:         # Arrow binary offsets are int32: a batch's bodies must fit
+                        raise OverflowError("a batch's bodies exceed 2 GiB")
                     body_offsets[r + 1] = o
         if stop != TILE_FULL:
             return count, pos, stop, body_data

@@ -165,6 +165,7 @@ class SegmentReader:
                                      f"TOTALSIZE {needed} exceeds max_record_size {self.max_record_size}",
                                      total_size=needed)
                         self._stopped(Stop.BAD_LENGTH, pos)
+                        buf = None
                         pos = self._after_damage(fd, window, pos, end, file_size)
                         if pos < 0:
                             return
@@ -182,6 +183,7 @@ class SegmentReader:
                 # BLANK or zero fill: RocketMQ's log ends here. Valid records further on would be lost by it
                 # without a word: look for them (in this range) and report them.
                 self._stopped(stop, pos)
+                buf = None                 # the resync maps its own windows
                 found = self._resync(fd, window, pos + 1, end, file_size)
                 if found < 0:
                     self._unclosed(stop, pos)

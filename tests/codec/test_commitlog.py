@@ -162,6 +162,25 @@ def test_delay_topic_tags_code_is_delivery_time(tmp_path):
     assert codes == [1_700_000_010_123, 1_700_000_000_123 + 7_200_000, java_hash("x")]
 
 
+def test_timer_records_among_others_decode_every_string_column(tmp_path):
+    """A 5.x timer record (rmq_sys_wheel_timer with TIMER_OUT_MS) read with its delivery time and the string
+    columns together: the records after it keep their own properties (the timer parse once overwrote the
+    address every property copy reads from: wrong bytes or a crash)."""
+    msgs = [Message(topic="rmq_sys_wheel_timer", properties={"TIMER_OUT_MS": "1700000000000", "TAGS": "a"}),
+            Message(topic="T", properties={"TAGS": "hello", "KEYS": "k1 k2", "UNIQ_KEY": "U1"}),
+            Message(topic="rmq_sys_wheel_timer", properties={"TAGS": "b", "TIMER_OUT_MS": "-5"}),
+            Message(topic="T", properties={"TAGS": "world"})]
+    write_store(tmp_path, msgs)
+    rows = read_table(tmp_path, columns=("properties", "tags", "keys", "uniq_key", "deliver_time"))[0].to_pylist()
+    assert [dict(r["properties"]) for r in rows] == [m.properties for m in msgs]
+    assert [r["tags"] for r in rows] == ["a", "hello", "b", "world"]
+    assert [r["keys"] for r in rows] == [[], ["k1", "k2"], [], []]
+    assert [r["uniq_key"] for r in rows] == [None, "U1", None, None]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    assert [r["deliver_time"] for r in rows] == [epoch + dt.timedelta(milliseconds=1_700_000_000_000), None,
+                                                 epoch + dt.timedelta(milliseconds=-5), None]
+
+
 def test_java_hash_vectors():
     """Java String.hashCode vectors (docs/format/indexfile.md)."""
     assert java_hash("TopicTest#KEY1") == -1_656_969_516
