@@ -220,8 +220,8 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     deliver_time = np.empty(n if w_deliver else 0, dtype=np.int64)
     deliver_valid = np.empty(n if w_deliver else 0, dtype=np.bool_)
     # addresses for copy_at (arrays would cost reference counting in this loop)
-    at = np.intp(buf.ctypes.data)          # signed: uintp + int64 would be a float
-    room = buf.shape[0]
+    buf_at = np.intp(buf.ctypes.data)      # signed: uintp + int64 would be a float
+    readable = buf.shape[0]               # copy_at's src_room: bytes readable from an index
     key_data_at, value_data_at = np.intp(key_data.ctypes.data), np.intp(value_data.ctypes.data)
     tags_data_at, uniq_data_at = np.intp(tags_data.ctypes.data), np.intp(uniq_data.ctypes.data)
     keys_data_at = np.intp(keys_data.ctypes.data)
@@ -291,8 +291,8 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                         timer = m
                     m += 1
                     if w_map and not duplicate:
-                        ko += copy_at(key_data_at + ko, at + index, kv - index, room - index)
-                        vo += copy_at(value_data_at + vo, at + kv + 1, end - kv - 1, room - (kv + 1))
+                        ko += copy_at(key_data_at + ko, buf_at + index, kv - index, readable - index)
+                        vo += copy_at(value_data_at + vo, buf_at + kv + 1, end - kv - 1, readable - (kv + 1))
                         pairs += 1
                         key_offsets[pairs] = ko
                         value_offsets[pairs] = vo
@@ -303,20 +303,20 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             if duplicate:
                 pairs, ko, vo = pairs_at, ko_at, vo_at
                 for j in range(m):
-                    ko += copy_at(key_data_at + ko, at + kp[j], kl[j], room - kp[j])
-                    vo += copy_at(value_data_at + vo, at + vp[j], vl[j], room - vp[j])
+                    ko += copy_at(key_data_at + ko, buf_at + kp[j], kl[j], readable - kp[j])
+                    vo += copy_at(value_data_at + vo, buf_at + vp[j], vl[j], readable - vp[j])
                     pairs += 1
                     key_offsets[pairs] = ko
                     value_offsets[pairs] = vo
             pair_offsets[r + 1] = pairs
         if w_tags:
             if tags >= 0:
-                to += copy_at(tags_data_at + to, at + vp[tags], vl[tags], room - vp[tags])
+                to += copy_at(tags_data_at + to, buf_at + vp[tags], vl[tags], readable - vp[tags])
             tags_valid[r] = tags >= 0
             tags_offsets[r + 1] = to
         if w_uniq:
             if uniq >= 0:
-                uo += copy_at(uniq_data_at + uo, at + vp[uniq], vl[uniq], room - vp[uniq])
+                uo += copy_at(uniq_data_at + uo, buf_at + vp[uniq], vl[uniq], readable - vp[uniq])
             uniq_valid[r] = uniq >= 0
             uniq_offsets[r + 1] = uo
         if w_keys:
@@ -326,7 +326,7 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                 while s <= e:
                     i = _space(buf, s, e)
                     if i > s:
-                        kdo += copy_at(keys_data_at + kdo, at + s, i - s, room - s)
+                        kdo += copy_at(keys_data_at + kdo, buf_at + s, i - s, readable - s)
                         pieces += 1
                         keys_offsets[pieces] = kdo
                     s = i + 1
