@@ -25,7 +25,10 @@ CLEAN = [g for g in all_goldens() if g.scenario == "clean"]
 
 #: settings unlike the golden ones (500-byte ConsumeQueue files, 64 slots, 256 entries, 18 delay levels):
 #: 333 is rounded up to 17 entries; the 12-level table clamps the levels 13-18 of SCHEDULE_TOPIC_XXXX
-NON_DEFAULT = {"mappedFileSizeConsumeQueue": 333, "maxHashSlotNum": 7, "maxIndexNum": 40,
+# 200 entries an IndexFile: several files, each filled in well over a millisecond of RocketMQ's dispatch (its
+# IndexFiles are named by the wall clock: 40-entry files fell two into one millisecond on an idle host, and
+# RocketMQ then reopened the same file, in every one of three runs)
+NON_DEFAULT = {"mappedFileSizeConsumeQueue": 333, "maxHashSlotNum": 7, "maxIndexNum": 200,
                "messageDelayLevel": "2s 4s 8s 16s 32s 1m 2m 4m 8m 16m 32m 1h"}
 LAST_LEVEL_MS = 3_600_000
 MAX_NUM = 64                       # queryMessage's maxNum (RocketMQ caps it at maxMsgsNumBatch, 64 by default)
@@ -228,8 +231,8 @@ def test_rocketmq_answers_from_our_rebuild_as_from_its_own_files(g, tmp_path):
 def test_with_other_settings_our_rebuild_is_rocketmqs_rebuild(g, tmp_path):
     rebuilt = our_rebuild(g, NON_DEFAULT, tmp_path / "ours")
     ours_index = sorted((rebuilt / "index").iterdir())
-    # IndexFile names are RocketMQ's wall clock in ms: with 40-entry files two can fall into one millisecond,
-    # and RocketMQ then reopens the same file (fewer files than ours, or one whose header and entries mix two
+    # IndexFile names are RocketMQ's wall clock in ms: two files can still fall into one millisecond, and
+    # RocketMQ then reopens the same file (fewer files than ours, or one whose header and entries mix two
     # files' worth); only a run whose IndexFiles differ from ours is retried, at most twice
     for attempt in range(3):
         theirs_dir = tmp_path / f"rocketmq-{attempt}"
@@ -245,7 +248,7 @@ def test_with_other_settings_our_rebuild_is_rocketmqs_rebuild(g, tmp_path):
     assert {len(b) for b in ours_cq.values()} == {340}                   # 333 rounded up to whole entries
     assert first_index_difference(ours_index, theirs_index, NON_DEFAULT["maxHashSlotNum"]) is None
     assert [p.read_bytes() for p in ours_index] == [p.read_bytes() for p in theirs_index]
-    assert len(ours_index) > 20                                           # the small geometry rolled over often
+    assert len(ours_index) >= 4                                           # the small geometry rolled over
     # the 12-level table was applied: levels 13-18 are clamped to the last one (1 h after the store time)
     clamped = [m for m in g.messages if m["topic"] == "SCHEDULE_TOPIC_XXXX" and m["queue_id"] >= 12]
     assert clamped
