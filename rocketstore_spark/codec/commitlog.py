@@ -240,15 +240,15 @@ TILE_FULL = -2                 # walk_span: it walked as many records as it was 
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_count, used, max_bytes, out_pos, stream,
-               fetched):
+def walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_count, used, max_bytes, stop_used, out_pos,
+              stream, fetched):
     """The walk itself (``walk``), from ``pos`` with ``count`` records walked and ``used`` bytes so far, until
-    ``count`` reaches ``stop_count`` (then stop = TILE_FULL). Returns (count, next_position, stop, used,
-    fetched)."""
+    ``count`` reaches ``stop_count`` or ``used`` reaches ``stop_used`` (then stop = TILE_FULL). Returns (count,
+    next_position, stop, used, fetched)."""
     while True:
         if pos >= limit or (count > 0 and used >= max_bytes):
             return count, pos, STOP_LIMIT, used, fetched
-        if count >= stop_count:
+        if count >= stop_count or used >= stop_used:
             return count, pos, TILE_FULL, used, fetched
         if stream > 0:
             ahead = min(pos + stream, buf_end) - buf_file_pos
@@ -278,7 +278,7 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
     """
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     count, pos, stop, _, _ = walk_span(buf, buf_file_pos, buf_file_pos + buf.shape[0], file_end, start, limit, 0,
-                                        max_records, 0, max_bytes, out_pos, stream, start - buf_file_pos)
+                                        max_records, 0, max_bytes, max_bytes, out_pos, stream, start - buf_file_pos)
     return count, pos, (STOP_LIMIT if stop == TILE_FULL else stop)
 
 

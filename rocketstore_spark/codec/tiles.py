@@ -3,9 +3,12 @@ a tile of records at a time behind it: header fields (``commitlog.decode_header`
 each body copied into its Arrow buffer and checked against its BODYCRC (``crc32``).
 
 Why tiles: a batch (4 K records, ~6 MiB) does not fit in a core's L2; a pass over the whole batch after the walk
-reads every line back from the shared cache or memory. A tile of TILE_RECORDS (~0.7 MiB) is still in L2 when
-its headers and bodies are taken (header pass ≈ 3x, body copy ≈ 1.4x faster than whole-batch passes). Pure and
-compiled; runs wherever records are decoded.
+reads every line back from the shared cache or memory. A tile ends after TILE_BYTES of records or TILE_RECORDS
+records, whichever comes first: its records are still in L1/L2 when their headers and bodies are taken (header
+pass ≈ 3x, body copy ≈ 1.4x faster than whole-batch passes). Bounded by bytes, not records: on 1.3 KiB records
+a 64 KiB tile took a 256 MiB segment's walk, headers and bodies in 35 ms against 41-43 ms for 512 records
+(~0.7 MiB, whose copies and sources no longer fit L2 together) and 36 ms for 128 KiB. Pure and compiled; runs
+wherever records are decoded.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_PO
 from rocketstore_spark.codec.crc32 import rmq_crc32_span
 
 TILE_RECORDS = 512
+TILE_BYTES = 64 << 10
 _INT32_MAX = (1 << 31) - 1
 
 
@@ -43,7 +47,7 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
         first = count
         count, pos, stop, used, fetched = walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
                                                      min(count + TILE_RECORDS, max_records), used, max_bytes,
-                                                     out_pos, stream, fetched)
+                                                     used + TILE_BYTES, out_pos, stream, fetched)
         if count > first:
             decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
             if bodies:

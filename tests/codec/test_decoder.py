@@ -105,6 +105,35 @@ def test_batch_budget_splits_a_window_into_several_calls():
     assert stops == [Stop.LIMIT, Stop.LIMIT, Stop.END_OF_FILE]           # 4 + 4 + 2 rows
 
 
+def test_bodies_and_headers_are_exact_across_tiles_of_any_size():
+    """The walk takes headers and bodies a tile (TILE_BYTES / TILE_RECORDS) at a time: records larger than a
+    tile, runs of small ones filling a tile by count, a body buffer that must grow, and a wrong BODYCRC in the
+    middle of a tile all come out as a whole-batch pass would give them."""
+    from rocketstore_spark.codec.tiles import TILE_BYTES, TILE_RECORDS
+    sizes = ([0, TILE_BYTES + 7, 3, 2 * TILE_BYTES, 1] + [5] * (TILE_RECORDS + 3) + [TILE_BYTES - 100] * 3
+             + [17 * k for k in range(200)])
+    out, positions, bodies = bytearray(), [], []
+    for i, size in enumerate(sizes):
+        body = bytes((i * 31 + j) & 0xFF for j in range(min(size, 64))) * (size // 64 + 1)
+        bodies.append(body[:size])
+        positions.append(len(out))
+        out += encode_record(Message(topic=f"T{i % 7}", body=bodies[-1], queue_offset=i,
+                                     properties={"TAGS": f"t{i}"}), BASE + len(out))
+    bad = positions[TILE_RECORDS // 2 + 5]
+    out[bad + 8:bad + 12] = struct.pack(">i", 12345)                       # a BODYCRC that does not match
+    seg = window(bytes(out) + bytes(8))
+    dec = RecordDecoder(("file_position", "queue_offset", "body", "body_crc_ok", "topic", "tags"),
+                        batch_bytes=1 << 30)
+    d = dec.decode(seg, 0, len(seg), BASE, 0, len(seg))
+    assert d.stop == Stop.ZERO and d.n == len(sizes)
+    got = d.batch.to_pydict()
+    assert got["file_position"] == positions and got["queue_offset"] == list(range(len(sizes)))
+    assert got["body"] == bodies
+    assert got["body_crc_ok"] == [p != bad for p in positions]
+    assert got["topic"] == [f"T{i % 7}" for i in range(len(sizes))]
+    assert got["tags"] == [f"t{i}" for i in range(len(sizes))]
+
+
 def test_batch_size_follows_row_width():
     assert RecordDecoder(("body", "queue_id")).batch_rows == DEFAULT_BATCH_ROWS
     narrow = RecordDecoder(("body_crc_ok", "queue_id"))
