@@ -94,17 +94,29 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def gather_checked(buf, body_pos, body_len, body_crc, n):
-    """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts, each body checked on its copy
-    right after it is made, while it is in cache: the bodies are read from memory once, not twice."""
+def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, ok, at):
+    """The bodies of records [first, last) appended to ``data`` from index ``at`` (which must have room), each
+    checked on its copy right after it is made, while it is in cache (the bodies are read from memory once, not
+    twice): ``offsets[r + 1]`` = where record r's body ends, ``ok[r]`` = crc_ok's verdict. Returns the end.
+    A function of its own, called once per range: in a loop of the caller's, numba would count references on
+    its arrays for every record."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
+    for r in range(first, last):
+        length = max(body_len[r], 0)
+        copy_span(buf, body_pos[r], length, data, at)
+        ok[r] = length == 0 or rmq_crc32_span(data, at, length) == body_crc[r]
+        at += length
+        offsets[r + 1] = at
+    return at
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_checked(buf, body_pos, body_len, body_crc, n):
+    """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts (``copy_checked``)."""
     offsets = span_offsets(body_len, n)
     data = np.empty(offsets[n], dtype=np.uint8)
     ok = np.empty(n, dtype=np.bool_)
-    for r in range(n):
-        length = offsets[r + 1] - offsets[r]
-        copy_span(buf, body_pos[r], length, data, offsets[r])
-        ok[r] = length <= 0 or rmq_crc32_span(data, offsets[r], length) == body_crc[r]
+    copy_checked(buf, body_pos, body_len, body_crc, 0, n, data, offsets, ok, 0)
     return offsets, data, ok
 
 

@@ -16,9 +16,9 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
-from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_POS, STOP_LIMIT, TILE_FULL, walk_span,
-                                               decode_header)
-from rocketstore_spark.codec.crc32 import rmq_crc32_span
+from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_POS, STOP_LIMIT, TILE_FULL,
+                                               decode_header, walk_span)
+from rocketstore_spark.codec.crc32 import copy_checked
 
 TILE_RECORDS = 512
 TILE_BYTES = 64 << 10
@@ -55,21 +55,13 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
                 need = o
                 for r in range(first, count):
                     need += max(body_len[r], 0)
+                if need > _INT32_MAX:          # Arrow binary offsets are int32: a batch's bodies must fit
+                    raise OverflowError("a batch's bodies exceed 2 GiB")
                 if need > body_data.shape[0]:
                     grown = np.empty(max(need, 2 * body_data.shape[0]), dtype=np.uint8)
                     native.memcpy(grown.ctypes.data, body_data.ctypes.data, o)
                     body_data = grown
-                for r in range(first, count):
-                    length = max(body_len[r], 0)
-                    # the walk keeps every body inside its record and window; memcpy must never be the one to find out
-                    if length and (body_pos[r] < 0 or body_pos[r] + length > buf.shape[0]):
-                        raise IndexError("span outside the buffer")
-                    native.memcpy(body_data.ctypes.data + o, buf.ctypes.data + body_pos[r], length)
-                    body_ok[r] = length == 0 or rmq_crc32_span(body_data, o, length) == body_crc[r]
-                    o += length
-                    if o > _INT32_MAX:         # Arrow binary offsets are int32: a batch's bodies must fit
-                        raise OverflowError("a batch's bodies exceed 2 GiB")
-                    body_offsets[r + 1] = o
+                o = copy_checked(buf, body_pos, body_len, body_crc, first, count, body_data, body_offsets, body_ok, o)
         if stop != TILE_FULL:
             return count, pos, stop, body_data
         if count >= max_records:
