@@ -58,15 +58,17 @@ _ARROW_TYPES = {np.dtype(np.int32): pa.int32(), np.dtype(np.int64): pa.int64()}
 def fixed_array(values: np.ndarray, arrow_type: pa.DataType | None = None) -> pa.Array:
     """A numpy int32/int64 array as an Arrow array without a copy (``pa.array`` converts through pandas
     machinery: several times slower per batch). ``arrow_type`` reinterprets the values (e.g. timestamps)."""
-    if not values.flags.c_contiguous:
-        values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(arrow_type or _ARROW_TYPES[values.dtype], len(values),
-                                 [None, pa.py_buffer(values)])
+    try:
+        data = pa.py_buffer(values)
+    except ValueError:                      # not contiguous (asking first costs every batch a flags object)
+        data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(arrow_type or _ARROW_TYPES[values.dtype], len(values), [None, data])
 
 
 def validity(valid: np.ndarray):
     """An Arrow validity bitmap for a boolean numpy mask (None when every value is valid)."""
-    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    # count_nonzero: ndarray.all() goes through numpy's Python-level reduction wrapper, several times slower
+    return None if np.count_nonzero(valid) == len(valid) else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def binary_array(buf, pos, lens, n, valid=None) -> pa.Array:
@@ -120,13 +122,19 @@ class RepeatedColumn:
     def __init__(self, value, arrow_type: pa.DataType):
         self._scalar = pa.scalar(value, arrow_type)
         self._array = pa.repeat(self._scalar, 0)
+        self._last = (0, self._array)           # the last length asked for and its slice: batches repeat it
 
     def __call__(self, n: int) -> pa.Array:
-        array = self._array                     # read once: another thread may replace it meanwhile
+        last = self._last                       # read once: another thread may replace it meanwhile
+        if last[0] == n:
+            return last[1]
+        array = self._array
         if n > len(array):
             # doubled: batches bounded by bytes ask for slowly growing lengths, each would rebuild it
             array = self._array = pa.repeat(self._scalar, max(n, 2 * len(array)))
-        return array.slice(0, n)
+        sliced = array.slice(0, n)
+        self._last = (n, sliced)
+        return sliced
 
 
 def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,

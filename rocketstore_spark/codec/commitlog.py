@@ -454,15 +454,19 @@ def decode_header(buf, buf_file_pos, positions, first, n, want, out):
 
 
 @functools.lru_cache(maxsize=64)
-def _header_layout(fields: frozenset[str]) -> tuple[frozenset[str], np.ndarray, tuple]:
-    """(fields, decode_header's want flags, (wanted, dtype) per slot) of a set of header fields, worked out once
-    per set (a decoder asks for the same set every batch)."""
+def _header_layout(fields: frozenset[str]) -> tuple:
+    """(fields, decode_header's want flags, the slots decoded with their dtypes and names, every slot's array
+    for a batch that decodes nothing there) of a set of header fields, worked out once per set (a decoder
+    asks for the same set every batch)."""
     unknown = set(fields) - set(HEADER_FIELDS)
     if unknown:
         raise ValueError(f"unknown header fields {sorted(unknown)}")
     want = np.array([name in fields for name in HEADER_FIELDS], dtype=np.bool_)
     want.flags.writeable = False
-    return fields, want, tuple(zip(want.tolist(), HEADER_DTYPES))
+    slots = tuple((k, dtype, name) for k, (name, dtype) in enumerate(zip(HEADER_FIELDS, HEADER_DTYPES)) if want[k])
+    # a field nobody asked for is an empty array (decode_header takes every slot and never writes those)
+    empty = tuple(np.empty(0, dtype=dtype) for dtype in HEADER_DTYPES)
+    return fields, want, slots, empty
 
 
 class HeaderColumns:
@@ -472,13 +476,15 @@ class HeaderColumns:
 
     def __init__(self, n: int, fields: frozenset[str]):
         self.n = n
-        self.fields, self.want, dtypes = _header_layout(frozenset(fields))
-        # a field nobody asked for is an empty array (decode_header takes every slot)
-        self._set_arrays(tuple(np.empty(n if wanted else 0, dtype=dtype) for wanted, dtype in dtypes))
+        self.fields, self.want, self._slots, empty = _header_layout(frozenset(fields))
+        arrays = list(empty)
+        for k, dtype, _ in self._slots:
+            arrays[k] = np.empty(n, dtype=dtype)
+        self._set_arrays(arrays)
 
-    def _set_arrays(self, arrays: tuple) -> None:
-        self.arrays = arrays
-        self._by_name = {name: arr for name, arr, wanted in zip(HEADER_FIELDS, arrays, self.want) if wanted}
+    def _set_arrays(self, arrays: list) -> None:
+        self.arrays = tuple(arrays)
+        self._by_name = {name: arrays[k] for k, _, name in self._slots}
         self.__dict__.update(self._by_name)         # plain attributes: __getattr__ only sees missing fields
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -491,7 +497,8 @@ class HeaderColumns:
         out.n = int(mask.sum())
         out.fields = self.fields
         out.want = self.want
-        out._set_arrays(tuple(a[mask] if len(a) else a for a in self.arrays))
+        out._slots = self._slots
+        out._set_arrays([a[mask] if len(a) else a for a in self.arrays])
         return out
 
     def decode(self, buf, buf_file_pos: int, positions: np.ndarray) -> "HeaderColumns":
@@ -501,7 +508,10 @@ class HeaderColumns:
     def cut(self, n: int) -> "HeaderColumns":
         """The first ``n`` rows (views): columns allocated for a whole batch, of which fewer were walked."""
         self.n = n
-        self._set_arrays(tuple(a[:n] if len(a) else a for a in self.arrays))
+        arrays = list(self.arrays)
+        for k, _, _ in self._slots:
+            arrays[k] = arrays[k][:n]
+        self._set_arrays(arrays)
         return self
 
 

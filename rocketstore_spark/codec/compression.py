@@ -53,8 +53,8 @@ def decompress(data: bytes, sys_flag: int, max_size: int = DEFAULT_MAX_SIZE) -> 
 def uncompressed_bodies(bodies: pa.BinaryArray, sys_flag: np.ndarray, max_size: int = DEFAULT_MAX_SIZE) -> pa.Array:
     """Per record: the decompressed body where SYSFLAG says it is compressed, else null."""
     compressed = (sys_flag & COMPRESSED_FLAG) != 0
-    rows = np.flatnonzero(compressed)
-    if not len(rows):
+    if not np.count_nonzero(compressed):
         return _NO_BODIES(len(bodies))
+    rows = np.flatnonzero(compressed)
     values = pa.array([decompress(bodies[int(r)].as_py(), int(sys_flag[r]), max_size) for r in rows], pa.binary())
     return pc.replace_with_mask(pa.nulls(len(bodies), pa.binary()), pa.array(compressed), values)

@@ -72,6 +72,19 @@ _NO_BYTES = np.zeros(0, dtype=np.uint8)
 _NO_VERDICTS = np.zeros(0, dtype=np.bool_)
 
 
+_SCHEMA_NAMES: dict[int, tuple[pa.Schema, list[str]]] = {}
+
+
+def _names(schema: pa.Schema) -> list[str]:
+    """``schema.names``, built once per schema (pyarrow builds the list anew on every access: every batch)."""
+    known = _SCHEMA_NAMES.get(id(schema))
+    if known is None or known[0] is not schema:
+        if len(_SCHEMA_NAMES) > 64:             # a long-lived worker sees a schema per task: keep a few
+            _SCHEMA_NAMES.clear()
+        known = _SCHEMA_NAMES[id(schema)] = (schema, schema.names)
+    return known[1]
+
+
 @dataclass(frozen=True)
 class Decoded:
     """What one ``decode`` call produced. ``output``: what the decoder made of the returned records (None when
@@ -110,7 +123,7 @@ class Decoded:
         the columns a reader fills (``store``)."""
         columns = self.output
         return pa.RecordBatch.from_arrays([context[name] if name in context else columns[name]
-                                           for name in schema.names], schema=schema)
+                                           for name in _names(schema)], schema=schema)
 
 
 class RecordDecoder:
@@ -214,7 +227,7 @@ class RecordDecoder:
             header = HeaderColumns(count, self.fields).decode(window, window_position, positions)
         placed = header.stored_physical_offset == base_offset + positions
         misplaced = misplaced_stored = _NONE
-        if not placed.all():
+        if np.count_nonzero(placed) != len(placed):
             misplaced, misplaced_stored = positions[~placed], header.stored_physical_offset[~placed]
             positions, header = positions[placed], header.take(placed)
             bodies = None                       # gathered again from the records that stay
