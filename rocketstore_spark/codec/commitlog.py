@@ -236,7 +236,7 @@ def _record(buf, buf_file_pos, buf_end, file_end, pos):
     return stop, total
 
 
-TILE_FULL = -2                 # walk_span: it walked as many records as it was allowed
+TILE_FULL = -2                 # walk_span: it walked as many records, or bytes, as the tile takes
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -278,7 +278,7 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
     """
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     count, pos, stop, _, _ = walk_span(buf, buf_file_pos, buf_file_pos + buf.shape[0], file_end, start, limit, 0,
-                                        max_records, 0, max_bytes, max_bytes, out_pos, stream, start - buf_file_pos)
+                                        max_records, 0, max_bytes, 1 << 62, out_pos, stream, start - buf_file_pos)
     return count, pos, (STOP_LIMIT if stop == TILE_FULL else stop)
 
 

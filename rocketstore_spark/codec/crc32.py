@@ -11,10 +11,11 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
-from rocketstore_spark.codec.arrow import copy_span, span_offsets
+from rocketstore_spark.codec.arrow import copy_span
 from rocketstore_spark.codec.native import byte_at, load_le64
 
 RMQ_CRC_MASK = 0x7FFFFFFF
+INT32_MAX = (1 << 31) - 1
 
 
 def _tables() -> np.ndarray:
@@ -113,8 +114,14 @@ def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, 
 @numba.njit(cache=True, nogil=True)
 def gather_checked(buf, body_pos, body_len, body_crc, n):
     """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts (``copy_checked``)."""
-    offsets = span_offsets(body_len, n)
-    data = np.empty(offsets[n], dtype=np.uint8)
+    size = 0
+    for r in range(n):
+        size += max(body_len[r], 0)
+    if size > INT32_MAX:                # Arrow binary offsets are int32: the bodies must fit
+        raise OverflowError("a batch's bodies exceed 2 GiB")
+    offsets = np.empty(n + 1, dtype=np.int32)
+    offsets[0] = 0
+    data = np.empty(size, dtype=np.uint8)
     ok = np.empty(n, dtype=np.bool_)
     copy_checked(buf, body_pos, body_len, body_crc, 0, n, data, offsets, ok, 0)
     return offsets, data, ok

@@ -18,11 +18,10 @@ import numpy as np
 from rocketstore_spark.codec import native
 from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_POS, STOP_LIMIT, TILE_FULL,
                                                decode_header, walk_span)
-from rocketstore_spark.codec.crc32 import copy_checked
+from rocketstore_spark.codec.crc32 import INT32_MAX, copy_checked
 
 TILE_RECORDS = 512
 TILE_BYTES = 64 << 10
-_INT32_MAX = (1 << 31) - 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -55,7 +54,7 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
                 need = o
                 for r in range(first, count):
                     need += max(body_len[r], 0)
-                if need > _INT32_MAX:          # Arrow binary offsets are int32: a batch's bodies must fit
+                if need > INT32_MAX:          # Arrow binary offsets are int32: a batch's bodies must fit
                     raise OverflowError("a batch's bodies exceed 2 GiB")
                 if need > body_data.shape[0]:
                     grown = np.empty(max(need, 2 * body_data.shape[0]), dtype=np.uint8)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.codec.commitlog import TRANSACTION_TYPES, Stop
-from rocketstore_spark.codec.decoder import DEFAULT_BATCH_ROWS, FIXED_WIDTH_BATCH_ROWS, RecordDecoder
+from rocketstore_spark.codec.decoder import BODY_CAPACITY_MIN, DEFAULT_BATCH_ROWS, FIXED_WIDTH_BATCH_ROWS, RecordDecoder
 from rocketstore_spark.codec.encode import Message, encode_blank, encode_record
 from rocketstore_spark.codec.record_schema import DECODED
 
@@ -110,8 +110,9 @@ def test_bodies_and_headers_are_exact_across_tiles_of_any_size():
     tile, runs of small ones filling a tile by count, a body buffer that must grow, and a wrong BODYCRC in the
     middle of a tile all come out as a whole-batch pass would give them."""
     from rocketstore_spark.codec.tiles import TILE_BYTES, TILE_RECORDS
+    # the bodies outgrow the decoder's first body buffer (BODY_CAPACITY_MIN): it grows mid-batch
     sizes = ([0, TILE_BYTES + 7, 3, 2 * TILE_BYTES, 1] + [5] * (TILE_RECORDS + 3) + [TILE_BYTES - 100] * 3
-             + [17 * k for k in range(200)])
+             + [17 * k for k in range(200)] + [BODY_CAPACITY_MIN // 2 + 1] * 3 + [9] * 40)
     out, positions, bodies = bytearray(), [], []
     for i, size in enumerate(sizes):
         body = bytes((i * 31 + j) & 0xFF for j in range(min(size, 64))) * (size // 64 + 1)
@@ -119,6 +120,8 @@ def test_bodies_and_headers_are_exact_across_tiles_of_any_size():
         positions.append(len(out))
         out += encode_record(Message(topic=f"T{i % 7}", body=bodies[-1], queue_offset=i,
                                      properties={"TAGS": f"t{i}"}), BASE + len(out))
+    # the run of small records fills a tile by count, not by bytes
+    assert positions[5 + TILE_RECORDS] - positions[5] < TILE_BYTES
     bad = positions[TILE_RECORDS // 2 + 5]
     out[bad + 8:bad + 12] = struct.pack(">i", 12345)                       # a BODYCRC that does not match
     seg = window(bytes(out) + bytes(8))
