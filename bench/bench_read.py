@@ -57,11 +57,15 @@ def build_store(out: Path, gib: float, segment_mib: int) -> list[Path]:
     n_segments = max(1, int(gib * 1024 / segment_mib))
     cl = out / "store" / "commitlog"
     marker = out / "store" / f".built-{n_segments}x{segment_mib}"
-    if marker.exists():
-        return sorted(cl.iterdir())
+    if marker.exists() and cl.is_dir():
+        files = sorted(cl.iterdir())
+        if len(files) == n_segments:
+            return files
     cl.mkdir(parents=True, exist_ok=True)
     for f in cl.iterdir():
         f.unlink()
+    for old in (out / "store").glob(".built-*"):          # a store of another size was here
+        old.unlink()
     template, positions = synthetic_segment(seg_size)
     for k in range(n_segments):
         (cl / f"{k * seg_size:020d}").write_bytes(rebase_segment(template, positions, k * seg_size).tobytes())
