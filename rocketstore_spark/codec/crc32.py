@@ -94,6 +94,17 @@ def crc_ok(buf, body_pos, body_len, body_crc, n):
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def bodies_end(body_len, first, last, at):
+    """Where the bodies of records [first, last) end when appended from ``at`` (a negative length counts as
+    empty); past 2 GiB an OverflowError: Arrow binary offsets are int32, a batch's bodies must fit."""
+    for r in range(first, last):
+        at += max(body_len[r], 0)
+    if at > INT32_MAX:
+        raise OverflowError("a batch's bodies exceed 2 GiB")
+    return at
+
+
 @numba.njit(cache=True, nogil=True)
 def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, ok, at):
     """The bodies of records [first, last) appended to ``data`` from index ``at`` (which must have room), each
@@ -114,11 +125,7 @@ def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, 
 @numba.njit(cache=True, nogil=True)
 def gather_checked(buf, body_pos, body_len, body_crc, n):
     """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts (``copy_checked``)."""
-    size = 0
-    for r in range(n):
-        size += max(body_len[r], 0)
-    if size > INT32_MAX:                # Arrow binary offsets are int32: the bodies must fit
-        raise OverflowError("a batch's bodies exceed 2 GiB")
+    size = bodies_end(body_len, 0, n, 0)
     offsets = np.empty(n + 1, dtype=np.int32)
     offsets[0] = 0
     data = np.empty(size, dtype=np.uint8)

@@ -72,17 +72,17 @@ _NO_BYTES = np.zeros(0, dtype=np.uint8)
 _NO_VERDICTS = np.zeros(0, dtype=np.bool_)
 
 
-_SCHEMA_NAMES: dict[int, tuple[pa.Schema, list[str]]] = {}
+_LAST_NAMES: tuple = (None, [])
 
 
 def _names(schema: pa.Schema) -> list[str]:
-    """``schema.names``, built once per schema (pyarrow builds the list anew on every access: every batch)."""
-    known = _SCHEMA_NAMES.get(id(schema))
-    if known is None or known[0] is not schema:
-        if len(_SCHEMA_NAMES) > 64:             # a long-lived worker sees a schema per task: keep a few
-            _SCHEMA_NAMES.clear()
-        known = _SCHEMA_NAMES[id(schema)] = (schema, schema.names)
-    return known[1]
+    """``schema.names`` of the schema asked for last time (pyarrow builds the list anew on every access, and
+    a reader asks with the same schema for every batch)."""
+    global _LAST_NAMES
+    last = _LAST_NAMES                  # read once: another thread may replace it meanwhile
+    if last[0] is not schema:
+        last = _LAST_NAMES = (schema, schema.names)
+    return last[1]
 
 
 @dataclass(frozen=True)

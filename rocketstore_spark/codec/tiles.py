@@ -18,7 +18,7 @@ import numpy as np
 from rocketstore_spark.codec import native
 from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_POS, STOP_LIMIT, TILE_FULL,
                                                decode_header, walk_span)
-from rocketstore_spark.codec.crc32 import INT32_MAX, copy_checked
+from rocketstore_spark.codec.crc32 import bodies_end, copy_checked
 
 TILE_RECORDS = 512
 TILE_BYTES = 64 << 10
@@ -51,11 +51,7 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
             decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
             if bodies:
                 body_pos, body_len, body_crc = out[H_BODY_POS], out[H_BODY_LEN], out[H_BODY_CRC]
-                need = o
-                for r in range(first, count):
-                    need += max(body_len[r], 0)
-                if need > INT32_MAX:          # Arrow binary offsets are int32: a batch's bodies must fit
-                    raise OverflowError("a batch's bodies exceed 2 GiB")
+                need = bodies_end(body_len, first, count, o)
                 if need > body_data.shape[0]:
                     grown = np.empty(max(need, 2 * body_data.shape[0]), dtype=np.uint8)
                     native.memcpy(grown.ctypes.data, body_data.ctypes.data, o)
