@@ -18,7 +18,7 @@ import numpy as np
 
 from rocketstore_spark.codec import native
 from rocketstore_spark.codec.commitlog import FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, be32
-from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, load_le64, prefetch, store_le64
+from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, copy_at, load_le64, prefetch, store_le64
 
 MSG_ID_V4 = 32          # hex digits: 4-byte address, port, offset
 MSG_ID_V6 = 56          # 16-byte address, port, offset
@@ -89,15 +89,6 @@ def _write_host(out, o, buf, p, v6):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _copy_short(out, o, start, length):
-    """out[o:o+length] = out[start:start+length] (length <= HOST_MAX; the two never overlap: start+length <= o),
-    8 bytes at a time."""
-    for k in range(0, length, 8):
-        store_le64(out, o + np.uint64(k), load_le64(out, start + np.uint64(k)))
-    return o + np.uint64(length)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _same_host(buf, p, q, v6):
     """Do the hosts stored at buf[p:] and buf[q:] (address and port) hold the same bytes?"""
     if load_le64(buf, p) != load_le64(buf, q):
@@ -119,8 +110,11 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
     store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
     id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
     ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
-    # written through views without an owner (the arrays returned keep the memory alive)
+    # written through views without an owner (the arrays returned keep the memory alive); a rendering repeated
+    # from the previous record is copied by address (copy_at: the source ends before the copy starts)
     born_w, store_w, ids_w = native.unowned(born), native.unowned(store), native.unowned(ids)
+    born_at, store_at, ids_at = np.intp(born.ctypes.data), np.intp(store.ctypes.data), np.intp(ids.ctypes.data)
+    born_room, store_room, ids_room = np.intp(born.shape[0]), np.intp(store.shape[0]), np.intp(ids.shape[0])
     bo = so = io = np.uint64(0)
     one = np.uint64(1)
     for r in range(n):
@@ -132,7 +126,9 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
             start = bo
             if r > 0 and v6 == ((sys_flag[r - 1] & FLAG_BORNHOST_V6) != 0) and \
                     _same_host(buf, born_host_pos[r], born_host_pos[r - 1], v6):
-                bo = _copy_short(born_w, bo, np.uint64(born_offsets[r - 1]), np.uint64(born_offsets[r]) - np.uint64(born_offsets[r - 1]))
+                prev = np.intp(born_offsets[r - 1])
+                bo += np.uint64(copy_at(born_at + np.intp(bo), born_at + prev, np.intp(born_offsets[r]) - prev,
+                                        born_room - prev))
             else:
                 bo = _write_host(born_w, bo, buf, born_host_pos[r], v6)
             born_offsets[r + 1] = bo
@@ -143,15 +139,17 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
                 _same_host(buf, store_host_pos[r], store_host_pos[r - 1], v6)
         if w_store:
             if same_store:
-                so = _copy_short(store_w, so, np.uint64(store_offsets[r - 1]),
-                                 np.uint64(store_offsets[r]) - np.uint64(store_offsets[r - 1]))
+                prev = np.intp(store_offsets[r - 1])
+                so += np.uint64(copy_at(store_at + np.intp(so), store_at + prev, np.intp(store_offsets[r]) - prev,
+                                        store_room - prev))
             else:
                 so = _write_host(store_w, so, buf, store_host_pos[r], flags & FLAG_STOREHOST_V6)
             store_offsets[r + 1] = so
         if w_id:
             head = np.uint64(40 if flags & FLAG_STOREHOST_V6 else 16)     # hex digits of address and port
             if same_store:
-                _copy_short(ids_w, io, np.uint64(id_offsets[r - 1]), head)
+                prev = np.intp(id_offsets[r - 1])
+                copy_at(ids_at + np.intp(io), ids_at + prev, np.intp(head), ids_room - prev)
             else:
                 p = store_host_pos[r]
                 for i in range(head // np.uint64(2)):                       # address then port, as stored
