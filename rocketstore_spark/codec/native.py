@@ -259,9 +259,11 @@ def huge_pages_for_heap(reserve: int = HEAP_RESERVE) -> bool:
     writes ≈ 7 MB of fresh columns (bodies, properties) that Spark's serializer then reads; in 4 KiB pages
     that is ≈ 1,700 TLB entries a batch, and a 256 MiB segment decodes ≈ 6 % faster with 2 MiB pages (what
     glibc's own ``glibc.malloc.hugetlb=1`` tunable does, which only works when set before the process starts).
-    Nothing is touched or populated here: memory is used only as batches use it. Only where the kernel's THP
-    setting is ``madvise`` (``always`` needs no advice, ``never`` refuses it) and the heap is glibc's
-    ``[heap]``. Returns whether advice was given."""
+    Nothing is touched or populated here: memory is used only as batches use it (a process's RSS may grow by
+    up to the reserve, in 2 MiB steps). Where huge pages are scarce the kernel may compact memory when a 2 MiB
+    range is first touched (``defrag`` = ``madvise``): a bounded, once-per-range cost, as the heap is kept and
+    reused. Only where the kernel's THP setting is ``madvise`` (``always`` needs no advice, ``never`` refuses
+    it) and the heap is glibc's ``[heap]``. Returns whether advice was given."""
     try:
         with open(_THP_SETTING) as f:
             if "[madvise]" not in f.read():
