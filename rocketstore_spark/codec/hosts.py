@@ -22,7 +22,7 @@ from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, copy_at, loa
 
 MSG_ID_V4 = 32          # hex digits: 4-byte address, port, offset
 MSG_ID_V6 = 56          # 16-byte address, port, offset
-HOST_MAX = 48           # "[" + 8 groups of <= 4 hex digits + 7 ":" + "]:" + 10 port digits
+HOST_MAX = 52           # "[" + 8 groups of <= 4 hex digits + 7 ":" + "]:" + 10 port digits (uint32)
 SLACK = 16              # spare bytes after a buffer's end: 8-byte stores may write past the last string
 WANT_BORN_HOST = 0
 WANT_STORE_HOST = 1

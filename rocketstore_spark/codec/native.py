@@ -188,8 +188,8 @@ SHORT_COPY = 32            # copy_at: copies up to this long go 8 bytes at a tim
 def copy_at(dst, src, length, src_room):
     """Copy ``length`` bytes from address ``src`` to address ``dst``; returns ``length``. Up to SHORT_COPY
     bytes go 8 at a time (a ``memcpy`` call per short string costs more than the copy): up to 7 bytes past
-    the end are then written — the destination needs SHORT_COPY spare bytes after its end, which later
-    copies overwrite — and read, where the source has them (``src_room``: bytes readable from ``src``).
+    the end are then written — the destination needs 7 spare bytes after its end, which later copies
+    overwrite — and read, where the source has them (``src_room``: bytes readable from ``src``).
     Addresses, not arrays (``load_le64_at``). A length below zero copies nothing (memcpy would take it as
     a huge size)."""
     if length <= 0:
@@ -247,27 +247,35 @@ def keep_freed_memory() -> bool:
 
 _heap_advised = False
 HEAP_RESERVE = 64 << 20              # heap grown ahead and advised: a few batches' worth of buffers
-_HUGE_PAGE = 2 << 20
 _MADV_HUGEPAGE = 14
-_THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
+_THP = "/sys/kernel/mm/transparent_hugepage"
+THP_SETTING = f"{_THP}/enabled"
 
 
 def huge_pages_for_heap(reserve: int = HEAP_RESERVE) -> bool:
-    """Ask the kernel to back this process's malloc heap with transparent huge pages (``madvise``
-    MADV_HUGEPAGE), after growing it by ``reserve`` bytes that are freed again (kept by keep_freed_memory's
-    trim threshold), so the blocks later batches take lie in the advised range. Why: a full-schema batch
-    writes ≈ 7 MB of fresh columns (bodies, properties) that Spark's serializer then reads; in 4 KiB pages
-    that is ≈ 1,700 TLB entries a batch, and a 256 MiB segment decodes ≈ 6 % faster with 2 MiB pages (what
-    glibc's own ``glibc.malloc.hugetlb=1`` tunable does, which only works when set before the process starts).
-    Nothing is touched or populated here: memory is used only as batches use it (a process's RSS may grow by
-    up to the reserve, in 2 MiB steps). Where huge pages are scarce the kernel may compact memory when a 2 MiB
-    range is first touched (``defrag`` = ``madvise``): a bounded, once-per-range cost, as the heap is kept and
-    reused. Only where the kernel's THP setting is ``madvise`` (``always`` needs no advice, ``never`` refuses
-    it) and the heap is glibc's ``[heap]``. Returns whether advice was given."""
+    """Ask the kernel to back glibc's main malloc heap (``[heap]``: the arena of the thread that decodes, in a
+    Spark worker the main one) with transparent huge pages (``madvise`` MADV_HUGEPAGE), after growing it by
+    ``reserve`` bytes that are freed again (kept by keep_freed_memory's trim threshold), so the blocks later
+    batches take lie in the advised range. Why: a full-schema batch writes ≈ 7 MB of fresh columns (bodies,
+    properties) that Spark's serializer then reads; in 4 KiB pages that is ≈ 1,700 TLB entries a batch, and a
+    256 MiB segment decodes ≈ 6 % faster with 2 MiB pages (what glibc's own ``glibc.malloc.hugetlb=1`` tunable
+    does, which only works when set before the process starts).
+
+    Nothing is touched or populated here. What it can cost: the heap's resident size may round up to whole
+    huge pages (the kernel's khugepaged may also collapse sparsely used ranges of it), so RSS can grow by up to
+    the size of the ``[heap]`` mapping; where huge pages are scarce, the kernel may compact memory when a range
+    is first touched (``defrag`` = ``madvise``), once per range, as the heap is kept and reused. Only where the
+    kernel's THP setting is ``madvise`` (``always`` needs no advice, ``never`` refuses it) and ``/proc`` shows
+    the heap. Returns whether advice was given."""
     try:
-        with open(_THP_SETTING) as f:
+        with open(THP_SETTING) as f:
             if "[madvise]" not in f.read():
                 return False
+        try:
+            with open(f"{_THP}/hpage_pmd_size") as f:
+                huge_page = int(f.read())
+        except (OSError, ValueError):
+            huge_page = 2 << 20
         libc = ctypes.CDLL(None, use_errno=True)
         malloc, free, madvise = libc.malloc, libc.free, libc.madvise
     except (OSError, AttributeError):
@@ -281,12 +289,14 @@ def huge_pages_for_heap(reserve: int = HEAP_RESERVE) -> bool:
         with open("/proc/self/maps") as f:
             heap = [tuple(int(x, 16) for x in line.split()[0].split("-")) for line in f
                     if line.rstrip().endswith("[heap]")]
+    except OSError:                                  # no /proc: nothing to advise
+        heap = []
     finally:
         for block in blocks:
             free(block)
     advised = False
     for lo, hi in heap:                              # whole huge pages inside each mapping
-        start, end = -(-lo // _HUGE_PAGE) * _HUGE_PAGE, hi // _HUGE_PAGE * _HUGE_PAGE
+        start, end = -(-lo // huge_page) * huge_page, hi // huge_page * huge_page
         if end > start and madvise(start, end - start, _MADV_HUGEPAGE) == 0:
             advised = True
     return advised

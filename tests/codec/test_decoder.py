@@ -290,3 +290,22 @@ def test_hosts_and_msg_ids_render_as_java_prints_them_in_runs_of_repeated_hosts(
     assert batch["msg_id"] == [(ipaddress.ip_address(m.store_host[0]).packed
                                 + struct.pack(">iq", m.store_host[1], base + p)).hex().upper()
                                for m, p in zip(messages, positions)]
+
+
+def test_the_longest_host_renderings_fit_their_buffers():
+    """The longest host a record can hold: IPv6 with every group ffff and a port field of 0xFFFFFFFF (damage —
+    Java's InetSocketAddress refuses ports above 65535; we print the stored field unsigned), 52 characters. A
+    batch of them, each rendered afresh or copied from the previous record, stays inside its output buffers."""
+    groups = ["ffff"] * 8
+    hosts = [(":".join(groups), -1), (":".join(groups[:7] + ["fffe"]), -1)]
+    messages = [Message(topic="T", body=b"x", born_host=hosts[k % 3 == 0], store_host=hosts[0]) for k in range(200)]
+    data = bytearray()
+    for m in messages:
+        data += encode_record(m, len(data))
+    batch = RecordDecoder(["born_host", "store_host"]).decode(window(bytes(data)), 0, len(data), 0, 0,
+                                                              len(data)).batch
+    rendered = "[" + ":".join(groups) + "]:4294967295"
+    assert len(rendered) == 52
+    assert batch["store_host"].to_pylist() == [rendered] * len(messages)
+    assert batch["born_host"].to_pylist() == [rendered if k % 3 else rendered.replace("ffff]", "fffe]")
+                                              for k in range(len(messages))]

@@ -29,8 +29,9 @@ PROBE = textwrap.dedent("""
 
 
 def _thp_mode() -> str:
+    from rocketstore_spark.codec.native import THP_SETTING
     try:
-        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+        text = Path(THP_SETTING).read_text()
     except OSError:
         return "none"
     return text[text.index("[") + 1:text.index("]")]
