@@ -22,8 +22,10 @@ workers, numba caches); then ``--repeat`` rounds run every reader (and ``cat``) 
 best run of each counts; ``full_vs_ceiling_per_round`` gives the ratio within each round (its spread is the
 host's noise). Each Spark run's CPU seconds (the bench, its JVM and Python workers: ``cpu_seconds``) give
 ``full_vs_ceiling_cpu``, the ratio other users of a shared host barely move. The binaryFile way warms up on one file and is timed once (it takes minutes).
-Targets (from the issue): full schema >= 8x binaryFile; header-only >= 0.5x the page-cache rate. The
-figures, with every individual run, go to stdout and bench/out/results.json.
+Targets: full schema >= 0.85x the Python-source ceiling (6.), in the same run — the decision of 2026-11-23,
+replacing the first target of 8x binaryFile, which no Python data source can reach here (the ceiling itself
+reads 7-8x; bench/README.md); header-only >= 0.5x the page-cache rate. The binaryFile ratio is still
+reported. The figures, with every individual run, go to stdout and bench/out/results.json.
 """
 from __future__ import annotations
 
@@ -362,9 +364,10 @@ def main(argv=None):
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
     for k, v in results.items():
         print(f"{k:32s} {v:.3f}" if isinstance(v, float) else f"{k:32s} {v}")
-    print(f"target full >= 8x binaryFile: {results.get('full_vs_binaryfile', float('nan')):.1f}x; "
+    print(f"target full >= 0.85x the Python-source ceiling: {results['full_vs_ceiling']:.2f}x; "
           f"target header-only >= 0.5x page cache: {results['header_only_vs_page_cache']:.2f}x; "
-          f"target full >= 0.85x the Python-source ceiling: {results['full_vs_ceiling']:.2f}x")
+          f"full vs binaryFile (the first target, 8x, superseded): "
+          f"{results.get('full_vs_binaryfile', float('nan')):.1f}x")
 
 
 if __name__ == "__main__":
