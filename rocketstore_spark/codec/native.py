@@ -21,6 +21,7 @@ Why: numba's slice assignment copies byte by byte (~2.5 GB/s gathering 1 KiB mes
 from __future__ import annotations
 
 import ctypes
+import os
 
 import llvmlite.binding as llvm
 import numba
@@ -230,7 +231,8 @@ def keep_freed_memory() -> bool:
     batch's body column — with mmap/munmap, or trims its heap: ≈ 10,000 page faults per 256 MiB segment
     decoded, a third of a full-schema decode on a busy host). Blocks up to 32 MiB then come from the heap
     and up to 256 MiB of free heap is kept: what is kept never exceeds the peak the process used, which a
-    batch bounds. The first call also backs that heap with huge pages (``huge_pages_for_heap``). Call where
+    batch bounds. The first call also backs that heap with huge pages (``huge_pages_for_heap``; not where the
+    environment sets ROCKETSTORE_HUGE_PAGES=0, e.g. a container with a tight memory limit). Call where
     batches are decoded in a loop (a Spark worker). False where the C library is not glibc (nothing
     changes)."""
     try:
@@ -239,13 +241,14 @@ def keep_freed_memory() -> bool:
         return False
     kept = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     global _heap_advised
-    if kept and not _heap_advised:
+    if kept and not _heap_advised and os.environ.get(HUGE_PAGES_ENV, "1") != "0":
         _heap_advised = True
         huge_pages_for_heap()
     return kept
 
 
 _heap_advised = False
+HUGE_PAGES_ENV = "ROCKETSTORE_HUGE_PAGES"
 HEAP_RESERVE = 64 << 20              # heap grown ahead and advised: a few batches' worth of buffers
 _MADV_HUGEPAGE = 14
 _THP = "/sys/kernel/mm/transparent_hugepage"
