@@ -89,6 +89,14 @@ def _write_host(out, o, buf, p, v6):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _repeat(at, room, o, start, length):
+    """Copy the previous record's rendering, ``length`` bytes at index ``start`` of the buffer at address
+    ``at`` (``room`` bytes long), to index ``o`` (the source ends before it: start + length <= o); returns
+    ``length``. By address (native.copy_at): integers cost no reference counting in the record loop."""
+    return np.uint64(copy_at(at + np.intp(o), at + start, length, room - start))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _same_host(buf, p, q, v6):
     """Do the hosts stored at buf[p:] and buf[q:] (address and port) hold the same bytes?"""
     if load_le64(buf, p) != load_le64(buf, q):
@@ -110,8 +118,8 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
     store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
     id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
     ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
-    # written through views without an owner (the arrays returned keep the memory alive); a rendering repeated
-    # from the previous record is copied by address (copy_at: the source ends before the copy starts)
+    # written through views without an owner (the arrays returned keep the memory alive), and by address where a
+    # rendering repeats the previous record's (_repeat)
     born_w, store_w, ids_w = native.unowned(born), native.unowned(store), native.unowned(ids)
     born_at, store_at, ids_at = np.intp(born.ctypes.data), np.intp(store.ctypes.data), np.intp(ids.ctypes.data)
     born_room, store_room, ids_room = np.intp(born.shape[0]), np.intp(store.shape[0]), np.intp(ids.shape[0])
@@ -123,12 +131,10 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
         flags = sys_flag[r]
         if w_born:
             v6 = (flags & FLAG_BORNHOST_V6) != 0
-            start = bo
             if r > 0 and v6 == ((sys_flag[r - 1] & FLAG_BORNHOST_V6) != 0) and \
                     _same_host(buf, born_host_pos[r], born_host_pos[r - 1], v6):
                 prev = np.intp(born_offsets[r - 1])
-                bo += np.uint64(copy_at(born_at + np.intp(bo), born_at + prev, np.intp(born_offsets[r]) - prev,
-                                        born_room - prev))
+                bo += _repeat(born_at, born_room, bo, prev, np.intp(born_offsets[r]) - prev)
             else:
                 bo = _write_host(born_w, bo, buf, born_host_pos[r], v6)
             born_offsets[r + 1] = bo
@@ -140,16 +146,14 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
         if w_store:
             if same_store:
                 prev = np.intp(store_offsets[r - 1])
-                so += np.uint64(copy_at(store_at + np.intp(so), store_at + prev, np.intp(store_offsets[r]) - prev,
-                                        store_room - prev))
+                so += _repeat(store_at, store_room, so, prev, np.intp(store_offsets[r]) - prev)
             else:
                 so = _write_host(store_w, so, buf, store_host_pos[r], flags & FLAG_STOREHOST_V6)
             store_offsets[r + 1] = so
         if w_id:
             head = np.uint64(40 if flags & FLAG_STOREHOST_V6 else 16)     # hex digits of address and port
             if same_store:
-                prev = np.intp(id_offsets[r - 1])
-                copy_at(ids_at + np.intp(io), ids_at + prev, np.intp(head), ids_room - prev)
+                _repeat(ids_at, ids_room, io, np.intp(id_offsets[r - 1]), np.intp(head))
             else:
                 p = store_host_pos[r]
                 for i in range(head // np.uint64(2)):                       # address then port, as stored

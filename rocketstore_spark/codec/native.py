@@ -174,10 +174,11 @@ def _address(function) -> int:
     return ctypes.cast(function, ctypes.c_void_p).value
 
 
-llvm.add_symbol(_MEMCPY, _address(ctypes.CDLL(None).memcpy))
+_LIBC = ctypes.CDLL(None)          # the C library this process runs on
+llvm.add_symbol(_MEMCPY, _address(_LIBC.memcpy))
 # void *memcpy(void *dest, const void *src, size_t n)
 memcpy = types.ExternalFunction(_MEMCPY, types.intp(types.intp, types.intp, types.uintp))
-llvm.add_symbol(_MEMCHR, _address(ctypes.CDLL(None).memchr))
+llvm.add_symbol(_MEMCHR, _address(_LIBC.memchr))
 # void *memchr(const void *s, int c, size_t n): the address of the first byte c, or 0
 memchr = types.ExternalFunction(_MEMCHR, types.intp(types.intp, types.int32, types.uintp))
 
@@ -235,9 +236,8 @@ def keep_freed_memory() -> bool:
     environment sets ROCKETSTORE_HUGE_PAGES=0, e.g. a container with a tight memory limit). Call where
     batches are decoded in a loop (a Spark worker). False where the C library is not glibc (nothing
     changes)."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except AttributeError:
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is None:
         return False
     kept = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     global _heap_advised
@@ -279,8 +279,7 @@ def huge_pages_for_heap(reserve: int = HEAP_RESERVE) -> bool:
                 huge_page = int(f.read())
         except (OSError, ValueError):
             huge_page = 2 << 20
-        libc = ctypes.CDLL(None, use_errno=True)
-        malloc, free, madvise = libc.malloc, libc.free, libc.madvise
+        malloc, free, madvise = _LIBC.malloc, _LIBC.free, _LIBC.madvise
     except (OSError, AttributeError):
         return False
     malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
