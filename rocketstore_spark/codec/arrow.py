@@ -18,15 +18,6 @@ MAX_TIMESTAMP_MS = 253402300799999
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def span_offsets(lens, n):
-    """int32 Arrow offsets of n spans of these lengths (a negative length counts as empty)."""
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    for r in range(n):
-        offsets[r + 1] = offsets[r] + max(lens[r], 0)
-    return offsets
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def copy_span(buf, pos, length, data, at):
     """buf[pos:pos+length] to data[at:] (memcpy)."""
     # the walk keeps every span inside its record and window; memcpy must never be the one to find out
@@ -37,19 +28,33 @@ def copy_span(buf, pos, length, data, at):
 
 @numba.njit(cache=True, nogil=True)
 def gather(buf, pos, lens, n):
-    """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back (short ones copied
-    8 bytes at a time: ``native.copy_at``)."""
-    offsets = span_offsets(lens, n)
-    data = np.empty(offsets[n] + native.SHORT_COPY, dtype=np.uint8)
+    """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back (``gather_into``)."""
+    size = 0
+    for r in range(n):
+        size += max(lens[r], 0)
+    offsets = np.empty(n + 1, dtype=np.int32)
+    data = np.empty(size + native.SHORT_COPY, dtype=np.uint8)
+    gather_into(buf, pos, lens, n, data, offsets)
+    return offsets, data[:size]
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_into(buf, pos, lens, n, data, offsets):
+    """The n spans buf[pos[i]:pos[i]+lens[i]] (a negative length counts as empty) back to back into ``data``,
+    which needs native.SHORT_COPY spare bytes after them (short ones are copied 8 bytes at a time:
+    ``native.copy_at``), their ends into offsets[1:] (offsets[0] = 0). Returns the bytes written."""
+    offsets[0] = 0
     src, dst, room = np.intp(buf.ctypes.data), np.intp(data.ctypes.data), buf.shape[0]
+    o = 0
     for r in range(n):
         if r + native.PREFETCH_AHEAD < n:        # spans scattered over a batch: a miss each otherwise
             native.prefetch(buf, max(pos[r + native.PREFETCH_AHEAD], 0))
-        length, p = offsets[r + 1] - offsets[r], pos[r]
+        length, p = max(lens[r], 0), pos[r]
         if length and (p < 0 or p + length > room):
             raise IndexError("span outside the buffer")
-        copy_at(dst + offsets[r], src + p, length, room - p)
-    return offsets, data[:offsets[n]]
+        o += copy_at(dst + o, src + p, length, room - p)
+        offsets[r + 1] = o
+    return o
 
 
 _ARROW_TYPES = {np.dtype(np.int32): pa.int32(), np.dtype(np.int64): pa.int64()}
@@ -77,12 +82,6 @@ def binary_array(buf, pos, lens, n, valid=None) -> pa.Array:
                                                   pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def string_array(buf, pos, lens, n, valid=None) -> pa.Array:
-    """UTF-8 strings from buffer spans (``utf8_array``; bytes that are all ASCII are not validated again)."""
-    offsets, data = gather(buf, pos, lens, n)
-    return utf8_array(n, offsets, data, valid, checked=is_ascii(data))
-
-
 @numba.njit(cache=True, nogil=True)
 def is_ascii(data):
     """Is every byte of ``data`` below 0x80 (so the bytes are valid UTF-8)? Eight bytes at a time."""
@@ -96,23 +95,6 @@ def is_ascii(data):
         seen |= np.uint64(data[i])
         i += 1
     return (seen & np.uint64(0x8080808080808080)) == 0
-
-
-@numba.njit(cache=True, nogil=True)
-def choice_strings(codes, table, table_pos, table_lens):
-    """(int32 offsets, bytes) of one string per code: table[table_pos[c]:][:table_lens[c]] for each code c
-    (e.g. a small set of names chosen per record), without a fancy-indexed span array in between."""
-    n = codes.shape[0]
-    offsets = np.empty(n + 1, dtype=np.int32)
-    offsets[0] = 0
-    for r in range(n):
-        offsets[r + 1] = offsets[r] + table_lens[codes[r]]
-    data = np.empty(offsets[n] + native.SHORT_COPY, dtype=np.uint8)
-    src, dst, room = np.intp(table.ctypes.data), np.intp(data.ctypes.data), table.shape[0]
-    for r in range(n):
-        c = codes[r]
-        copy_at(dst + offsets[r], src + table_pos[c], table_lens[c], room - table_pos[c])
-    return offsets, data[:offsets[n]]
 
 
 class RepeatedColumn:
@@ -137,59 +119,26 @@ class RepeatedColumn:
         return sliced
 
 
-def utf8_array(n: int, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None,
-               checked: bool = False) -> pa.Array:
-    """n strings from int32 offsets and the bytes they index (numpy, no copy), null where ``valid`` is False.
-    Malformed UTF-8 (damaged or hostile data) is replaced with U+FFFD, as Java's decoder does, instead of
-    failing the batch. ``checked``: the caller knows the bytes are UTF-8 (e.g. all ASCII): not validated."""
-    buffers = [None if valid is None else validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
-    arr = pa.Array.from_buffers(pa.string(), n, buffers)
-    if checked:
-        return arr
+def valid_utf8(arr: pa.Array) -> pa.Array:
+    """``arr`` (strings, or a map or list of them) with malformed UTF-8 (damaged or hostile data) replaced by
+    U+FFFD, as Java's decoder does, instead of failing the batch; ``arr`` itself when it is valid."""
     try:
         arr.validate(full=True)
         return arr
     except pa.ArrowInvalid:
-        # rare path (invalid UTF-8 in this batch): decode per value with replacement
-        raw = pa.Array.from_buffers(pa.binary(), n, buffers).to_pylist()
-        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], pa.string())
-
-
-def offsets_array(arrow_type: pa.DataType, n: int, offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    """A string or binary array from int32 offsets and the bytes they index (both numpy)."""
-    return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        pass
+    if pa.types.is_map(arr.type):
+        return pa.MapArray.from_arrays(arr.offsets, valid_utf8(arr.keys), valid_utf8(arr.items),
+                                       mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_list(arr.type):
+        return pa.ListArray.from_arrays(arr.offsets, valid_utf8(arr.values), type=arr.type,
+                                        mask=arr.is_null() if arr.null_count else None)
+    # rare path (invalid UTF-8 in this batch): decoded per value with replacement
+    raw = pa.Array.from_buffers(pa.binary(), len(arr), arr.buffers(), offset=arr.offset).to_pylist()
+    return pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], pa.string())
 
 
 def bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     """A boolean Arrow array from a numpy bool array; ``valid`` = False makes a value null."""
     bits = pa.py_buffer(np.packbits(values, bitorder="little"))
     return pa.Array.from_buffers(pa.bool_(), len(values), [None if valid is None else validity(valid), bits])
-
-
-@numba.njit(cache=True, nogil=True)
-def _timestamps(ms, present, check_present):
-    """(microseconds, validity bitmap, all valid) of epoch milliseconds: valid inside years 1-9999 and, with
-    ``check_present``, where ``present``."""
-    n = ms.shape[0]
-    us = np.empty(n, dtype=np.int64)
-    bits = np.zeros((n + 7) // 8, dtype=np.uint8)
-    all_valid = True
-    for r in range(n):
-        ok = MIN_TIMESTAMP_MS <= ms[r] <= MAX_TIMESTAMP_MS and (not check_present or present[r])
-        us[r] = ms[r] * 1000 if ok else 0
-        if ok:
-            bits[r >> 3] |= np.uint8(1 << (r & 7))
-        else:
-            all_valid = False
-    return us, bits, all_valid
-
-
-def timestamp_array(ms: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
-    """Epoch milliseconds as a UTC microsecond timestamp array; values outside years 1-9999, and where
-    ``present`` is False, are null."""
-    us, bits, all_valid = _timestamps(ms, _NO_FLAGS if present is None else present, present is not None)
-    return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [None if all_valid else pa.py_buffer(bits),
-                                                           pa.py_buffer(us)])
-
-
-_NO_FLAGS = np.zeros(0, dtype=np.bool_)

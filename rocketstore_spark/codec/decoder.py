@@ -8,10 +8,11 @@ in its segment file, the file's size and base offset, and the range to walk; it 
 records — the Spark source, ``read_table``, segment scans, and the checks and rebuilds built on them —
 decodes through this one class, so a column means the same thing everywhere.
 
-One call: walk record starts (``commitlog.walk``, or ``walk_lanes`` when only fixed-width columns are
-asked for), decode the header fields those columns need (``record_schema.header_fields_for``), build each
-requested column in one compiled pass (no per-record Python). Runs wherever records are read (Spark
-executors, the CLI, tests).
+One call: walk record starts (``tiles.walk_tiles``, or ``commitlog.walk_lanes`` when only fixed-width columns
+are asked for), decode the header fields those columns need (``record_schema.header_fields_for``), then write
+the whole batch — every requested column — in one compiled call (``batch_writer``) as an Arrow IPC message
+that pyarrow reads without a copy (``ipc_batch``): no per-record and almost no per-column Python. Runs
+wherever records are read (Spark executors, the CLI, tests).
 
 A record is returned only where it really lies: one whose stored PHYSICALOFFSET is not base offset +
 position (a segment copied under another name, an overlapping copy) is structurally valid but misplaced;
@@ -22,18 +23,16 @@ verified and the failures reported in ``Decoded.crc_failures`` (what verify and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark.codec import commitlog, compression, hosts, properties, tiles
-from rocketstore_spark.codec.arrow import (RepeatedColumn, binary_array, bool_array, choice_strings, fixed_array,
-                                           offsets_array, string_array, timestamp_array, utf8_array)
-from rocketstore_spark.codec.commitlog import (MAGIC_V2, TRANSACTION_MASK,
-                                               TRANSACTION_TYPES, HeaderColumns, Stop)
-from rocketstore_spark.codec.crc32 import crc_ok, gather_checked, prop_crc_ok
+from rocketstore_spark.codec import batch_writer, commitlog, compression, ipc_batch, properties, tiles
+from rocketstore_spark.codec.arrow import binary_array, valid_utf8
+from rocketstore_spark.codec.commitlog import HeaderColumns, Stop
+from rocketstore_spark.codec.crc32 import crc_ok
 from rocketstore_spark.codec.record_schema import BY_NAME, arrow_schema, header_fields_for
 
 DEFAULT_BATCH_ROWS = 4096
@@ -41,21 +40,11 @@ DEFAULT_BATCH_BYTES = 16 << 20
 FIXED_WIDTH_BATCH_ROWS = 65536
 STREAM_AHEAD = 16 << 10
 BODY_CAPACITY_MIN = 1 << 20
-# the transaction type names back to back, and each one's span there (index = (sys_flag & 0xC) >> 2)
-# (zero-padded: choice_strings copies short strings 8 bytes at a time)
-_TRANSACTION_BYTES = np.frombuffer("".join(TRANSACTION_TYPES).encode() + bytes(32), dtype=np.uint8)
-_TRANSACTION_LENS = np.array([len(t) for t in TRANSACTION_TYPES], dtype=np.int64)
-_TRANSACTION_POS = np.cumsum(_TRANSACTION_LENS) - _TRANSACTION_LENS
-_INT32_COLUMNS = {"total_size": "total_size", "magic_code": "magic_code", "body_crc": "body_crc",
-                  "queue_id": "queue_id", "flag": "flag", "sys_flag": "sys_flag",
-                  "reconsume_times": "reconsume_times", "body_length": "body_len"}
-_INT64_COLUMNS = ("queue_offset", "stored_physical_offset", "prepared_transaction_offset")
+REST_CAPACITY_MIN = 1 << 20
 # host_columns' outputs, in the order of its WANT_* flags
 _HOST_OUTPUTS = ("born_host", "store_host", "msg_id")
-_HOST_COLUMNS = frozenset(_HOST_OUTPUTS)
 # property_columns' outputs, in the order of its WANT_* flags
 _PROPERTY_OUTPUTS = ("properties", "tags", "keys", "uniq_key", "tags_code", "deliver_time")
-_PROPERTY_COLUMNS = frozenset(_PROPERTY_OUTPUTS)
 
 
 def is_fixed_width(arrow_type: pa.DataType) -> bool:
@@ -72,29 +61,29 @@ _NO_BYTES = np.zeros(0, dtype=np.uint8)
 _NO_VERDICTS = np.zeros(0, dtype=np.bool_)
 
 
-_LAST_NAMES: tuple = (None, [])
+_NAMES: dict = {}
 
 
 def _names(schema: pa.Schema) -> list[str]:
-    """``schema.names`` of the schema asked for last time (pyarrow builds the list anew on every access, and
-    a reader asks with the same schema for every batch)."""
-    global _LAST_NAMES
-    last = _LAST_NAMES                  # read once: another thread may replace it meanwhile
-    if last[0] is not schema:
-        last = _LAST_NAMES = (schema, schema.names)
-    return last[1]
+    """``schema.names`` of a schema asked for before (pyarrow builds the list anew on every access, and a reader
+    asks with the same few schemas for every batch)."""
+    known = _NAMES.get(id(schema))
+    if known is None or known[0] is not schema:
+        if len(_NAMES) > 64:
+            _NAMES.clear()
+        known = _NAMES[id(schema)] = (schema, schema.names)
+    return known[1]
 
 
 @dataclass(frozen=True)
 class Decoded:
     """What one ``decode`` call produced. ``output``: what the decoder made of the returned records (None when
-    there were none) — for a ``RecordDecoder`` the requested columns by name (``columns``), which ``batch``
-    gives as one Arrow batch in the requested order and ``select`` as a batch of another schema with context
-    columns added, each built once; a subclass may make something else (``batch`` is then that). ``header``:
-    the decoded header fields (numpy, for in-process consumers such as segment scans). The walk stopped at
-    ``next_position`` because of ``stop``. ``misplaced``: file positions of walked records left out because
-    their stored PHYSICALOFFSET (``misplaced_stored``) names another place; ``crc_failures``: file positions
-    of returned records whose body fails BODYCRC (only with ``check_crc``)."""
+    there were none) — for a ``RecordDecoder`` one Arrow batch of the requested columns (``batch``; ``columns``
+    by name; ``select`` gives it in another schema with context columns added); a subclass may make something
+    else (``batch`` is then that). ``header``: the decoded header fields (numpy, for in-process consumers such as
+    segment scans). The walk stopped at ``next_position`` because of ``stop``. ``misplaced``: file positions of
+    walked records left out because their stored PHYSICALOFFSET (``misplaced_stored``) names another place;
+    ``crc_failures``: file positions of returned records whose body fails BODYCRC (only with ``check_crc``)."""
     output: object
     positions: np.ndarray
     header: HeaderColumns | None
@@ -109,21 +98,32 @@ class Decoded:
     def n(self) -> int:
         return len(self.positions)
 
-    @property
-    def columns(self) -> Mapping[str, pa.Array]:
-        return self.output
-
     @cached_property
+    def columns(self) -> Mapping[str, pa.Array]:
+        batch = self.output
+        return {name: batch.column(i) for i, name in enumerate(_names(self.schema))}
+
+    @property
     def batch(self):
         """The decoded records as an Arrow batch of the requested columns (or the subclass's output)."""
-        return self.select(self.schema) if isinstance(self.output, dict) else self.output
+        return self.output
 
     def select(self, schema: pa.Schema, context: Mapping[str, pa.Array] = {}) -> pa.RecordBatch:
         """The batch of ``schema``'s columns: decoded ones, and ``context`` arrays of this batch's length for
         the columns a reader fills (``store``)."""
-        columns = self.output
-        return pa.RecordBatch.from_arrays([context[name] if name in context else columns[name]
-                                           for name in _names(schema)], schema=schema)
+        batch = self.output
+        if not context and schema is self.schema:
+            return batch
+        names = _names(schema)
+        plain = [name for name in names if name not in context]
+        if _names(self.schema) != plain:        # the decoder read columns the schema does not ship (filters)
+            batch = batch.select(plain)
+        for i, name in enumerate(names):
+            if name in context:
+                batch = batch.add_column(i, schema.field(i), context[name])
+        if not batch.schema.equals(schema):     # the same columns, other nullability (a decoder made without it)
+            batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+        return batch
 
 
 class RecordDecoder:
@@ -134,17 +134,28 @@ class RecordDecoder:
     few MiB on both sides of a Python-to-JVM hop; 64 K rows when every column is fixed-width, where the
     walk is most of the work and runs as interleaved lanes). ``extra_fields``: header fields to decode
     beyond what the columns need (``Decoded.header``). ``message_delay_level``: the broker's delay table,
-    for the tagsCode of ``SCHEDULE_TOPIC_XXXX`` records.
+    for the tagsCode of ``SCHEDULE_TOPIC_XXXX`` records. ``schema``: the caller's schema for the batches (e.g.
+    Spark's, whose fields are nullable where ours are not): its fields, where it has the column, must have our
+    types; the batches then carry them.
     """
 
     def __init__(self, columns: Sequence[str], *, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS,
                  batch_rows: int | None = None, batch_bytes: int | None = None, lanes: int | None = None,
-                 extra_fields: Sequence[str] = (), check_crc: bool = False, fixed_width: bool | None = None):
+                 extra_fields: Sequence[str] = (), check_crc: bool = False, fixed_width: bool | None = None,
+                 schema: pa.Schema | None = None):
         self.columns = tuple(columns)
         context = [c for c in self.columns if BY_NAME.get(c) is not None and BY_NAME[c].kind == "context"]
         if context:
             raise ValueError(f"{context} are filled by the reader, not decoded")
         self.schema = arrow_schema(self.columns)
+        if schema is not None:
+            theirs = {f.name: f for f in schema}
+            mismatched = [name for name in self.columns if name in theirs
+                          and not theirs[name].type.equals(self.schema.field(name).type)]
+            if mismatched:
+                raise ValueError(f"column(s) {mismatched} of the schema asked for do not have the decoded types "
+                                 f"({', '.join(str(self.schema.field(n)) for n in mismatched)})")
+            self.schema = pa.schema([theirs.get(f.name, f) for f in self.schema])
         self.check_crc = check_crc
         crc_fields = ("body_pos", "body_len", "body_crc") if check_crc else ()
         self.fields = (header_fields_for(self.columns) | frozenset(extra_fields) | frozenset(crc_fields)
@@ -165,15 +176,22 @@ class RecordDecoder:
         self._wanted = frozenset(self.columns)
         self._want_hosts = np.array([c in self._wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
         self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
-        self._base_column = (None, None)        # (base offset, RepeatedColumn) of segment_base_offset
         # bodies copied and CRC-checked by the walk's tiles where both are asked for (a plain RecordDecoder
         # only: a subclass makes its own output) into a buffer sized on the last batch's bodies, grown by the
         # walk when a batch needs more
-        self._gather_bodies = (type(self).output is RecordDecoder.output and "body_crc_ok" in self._wanted
+        self._writes_batches = type(self).output is RecordDecoder.output and bool(self.columns)
+        self._gather_bodies = (self._writes_batches and "body_crc_ok" in self._wanted
                                and bool(self._wanted & {"body", "body_uncompressed"}))
         self._body_capacity = BODY_CAPACITY_MIN
         if self._gather_bodies:
             self.fields |= {"body_pos", "body_len", "body_crc"}
+        if self._writes_batches:
+            # a batch is one Arrow IPC message written by batch_writer into an arena: [metadata | bodies | the
+            # rest], the rest sized on the last batch's like the bodies
+            self._template = ipc_batch.Template(self.schema)
+            self._plan = batch_writer.plan(self.columns)
+            self._metadata_size = int(self._template.positions[ipc_batch.POS_METADATA_SIZE])
+            self._rest_capacity = REST_CAPACITY_MIN
 
     @property
     def reads_every_byte(self) -> bool:
@@ -205,19 +223,23 @@ class RecordDecoder:
             elif count > 0:
                 positions = np.concatenate([positions[k * self._lane_rows:k * self._lane_rows + c]
                                             for k, c in enumerate(self._lane_counts)])
-        bodies = None
+        bodies = arena = None
         if count < 0:
             # headers, and bodies with their CRC, taken a tile at a time right behind the walk (tiles.py)
             header = HeaderColumns(self.batch_rows, self.fields)
-            body_offsets, body_data, body_ok = self._body_buffers()
+            body_offsets, body_data, body_ok, arena = self._body_buffers()
             count, next_pos, stop, body_data = tiles.walk_tiles(
                 window, window_position, file_size, start, limit, self.batch_rows, self.batch_bytes, positions,
                 self.stream, header.want, header.arrays, self._gather_bodies, body_offsets, body_data, body_ok)
             header.cut(count)
             if self._gather_bodies:
                 used = int(body_offsets[count])
-                bodies = (body_offsets[:count + 1], body_data[:used], body_ok[:count])
-                # the body column keeps its whole buffer alive: the next one sized on this batch's bodies (a
+                if body_data.ctypes.data != arena.ctypes.data + self._metadata_size:
+                    # the walk outgrew the arena: a bigger one, the bodies copied into it (rare: sized on use)
+                    arena = ipc_batch.arena(self._metadata_size + used + self._rest_capacity)
+                    arena[self._metadata_size:self._metadata_size + used] = body_data[:used]
+                bodies = (body_offsets[:count + 1], used, body_ok[:count])
+                # the arena stays alive as long as the batch: the next one sized on this batch's bodies (a
                 # short batch at a window's end shrinks it only slowly, so the next full one rarely grows it)
                 self._body_capacity = max(BODY_CAPACITY_MIN, used + used // 4, self._body_capacity * 3 // 4)
         positions = positions[:count]
@@ -238,113 +260,57 @@ class RecordDecoder:
             verdicts = bodies[2] if bodies is not None else crc_ok(window, header.body_pos, header.body_len,
                                                                    header.body_crc, header.n)
             crc_failures = positions[~verdicts]
-        output = self.output(window, window_position, base_offset, positions, header, verdicts, bodies)
+        if self._writes_batches:
+            output = self.output(window, window_position, base_offset, positions, header, verdicts, bodies, arena)
+        else:
+            output = self.output(window, window_position, base_offset, positions, header, verdicts, bodies)
         return Decoded(output, positions, header, int(next_pos), Stop(stop), misplaced, misplaced_stored, crc_failures,
                        self.schema)
 
     # --------------------------------------------------------------------------------------- columns
 
     def _body_buffers(self):
-        """(offsets, data, verdicts) for walk_tiles to gather bodies into, or empty ones when it does not."""
+        """(offsets, data, verdicts, arena): the buffers walk_tiles gathers bodies into (empty ones when it does
+        not), and the arena of the batch (None for a subclass's output), whose body the bodies' data starts."""
+        if not self._writes_batches:
+            return _NO_OFFSETS, _NO_BYTES, _NO_VERDICTS, None
         if not self._gather_bodies:
-            return _NO_OFFSETS, _NO_BYTES, _NO_VERDICTS
-        return (np.empty(self.batch_rows + 1, dtype=np.int32), np.empty(self._body_capacity, dtype=np.uint8),
-                np.empty(self.batch_rows, dtype=np.bool_))
+            return _NO_OFFSETS, _NO_BYTES, _NO_VERDICTS, ipc_batch.arena(self._metadata_size + self._rest_capacity)
+        arena = ipc_batch.arena(self._metadata_size + self._body_capacity + self._rest_capacity)
+        return (np.empty(self.batch_rows + 1, dtype=np.int32), arena[self._metadata_size + batch_writer.BODY_AT:],
+                np.empty(self.batch_rows, dtype=np.bool_), arena)
 
     def output(self, buf: np.ndarray, buf_file_pos: int, base_offset: int, positions: np.ndarray,
-               h: HeaderColumns, crc_verdicts: np.ndarray | None = None, bodies: tuple | None = None
-               ) -> dict[str, pa.Array]:
-        """The requested columns, by name, of the records at file ``positions`` (header ``h`` decoded from
-        ``buf``): ``Decoded.output``. ``bodies``: (offsets, data, CRC verdicts) gathered by the walk, where it
-        did. Subclasses make other outputs from the same walk."""
-        wanted = self._wanted
-        n = h.n
-        out: dict[str, pa.Array] = {}
-        physical = base_offset + positions
-        if "segment_base_offset" in wanted:
-            if self._base_column[0] != base_offset:
-                self._base_column = (base_offset, RepeatedColumn(base_offset, pa.int64()))
-            out["segment_base_offset"] = self._base_column[1](n)
-        if "file_position" in wanted:
-            out["file_position"] = fixed_array(positions)
-        if "physical_offset" in wanted:
-            out["physical_offset"] = fixed_array(physical)
-        for name, header_field in _INT32_COLUMNS.items():
-            if name in wanted:
-                values = getattr(h, header_field)
-                out[name] = fixed_array(values if values.dtype == np.int32 else values.astype(np.int32))
-        for name in _INT64_COLUMNS:
-            if name in wanted:
-                out[name] = fixed_array(getattr(h, name))
-        if "record_version" in wanted:
-            out["record_version"] = fixed_array((h.magic_code == MAGIC_V2).astype(np.int32) + 1)
-        for name in ("born_timestamp", "store_timestamp"):
-            if name in wanted:
-                out[name] = timestamp_array(getattr(h, name))
-        if "transaction_type" in wanted:
-            kind = (h.sys_flag & TRANSACTION_MASK) >> 2
-            out["transaction_type"] = utf8_array(n, *choice_strings(kind, _TRANSACTION_BYTES, _TRANSACTION_POS,
-                                                                    _TRANSACTION_LENS), checked=True)
-        # properties first, then topic, the CRC property, hosts and bodies: each pass reads lines the walk
-        # just loaded, and the short ones run before the body copy pushes them out of cache
-        if wanted & _PROPERTY_COLUMNS:
-            out.update(self._property_columns(buf, h, wanted))
-        if "topic" in wanted:
-            out["topic"] = string_array(buf, h.topic_pos, h.topic_len, n)
-        if "properties_crc_ok" in wanted:
-            ok, present = prop_crc_ok(buf, positions - buf_file_pos, h.total_size, h.props_len, n)
-            out["properties_crc_ok"] = bool_array(ok, present)
-        if wanted & _HOST_COLUMNS:
-            want = self._want_hosts
-            born_offsets, born, store_offsets, store, id_offsets, ids = hosts.host_columns(
-                buf, h.born_host_pos if want[hosts.WANT_BORN_HOST] else _NONE,
-                h.store_host_pos if want[hosts.WANT_STORE_HOST] or want[hosts.WANT_MSG_ID] else _NONE,
-                h.sys_flag, physical, n, want)
-            for name, offsets, data in (("born_host", born_offsets, born), ("store_host", store_offsets, store),
-                                        ("msg_id", id_offsets, ids)):
-                if name in wanted:
-                    out[name] = offsets_array(pa.string(), n, offsets, data)
+               h: HeaderColumns, crc_verdicts: np.ndarray | None = None, bodies: tuple | None = None,
+               arena: np.ndarray | None = None) -> pa.RecordBatch:
+        """The requested columns of the records at file ``positions`` (header ``h`` decoded from ``buf``) as one
+        Arrow batch: ``Decoded.output``, written by ``batch_writer.write_batch`` into ``arena`` (whose body
+        holds the bodies the walk gathered: ``bodies`` = (offsets, end, CRC verdicts), else None). Subclasses
+        make other outputs from the same walk."""
+        if not self.columns:                    # a walk for the header fields only
+            return pa.RecordBatch.from_arrays([], schema=self.schema)
+        template, m = self._template, self._metadata_size
+        if arena is None:
+            arena = ipc_batch.arena(m + self._rest_capacity)
         if bodies is not None:
-            offsets, data, crc_verdicts = bodies
-            out["body"] = offsets_array(pa.binary(), n, offsets, data)
-        elif ("body" in wanted or "body_uncompressed" in wanted) and "body_crc_ok" in wanted and crc_verdicts is None:
-            offsets, data, crc_verdicts = gather_checked(buf, h.body_pos, h.body_len, h.body_crc, n)
-            out["body"] = offsets_array(pa.binary(), n, offsets, data)
-        elif "body" in wanted or "body_uncompressed" in wanted:
-            out["body"] = binary_array(buf, h.body_pos, h.body_len, n)
-        if "body_uncompressed" in wanted:
-            out["body_uncompressed"] = compression.uncompressed_bodies(out["body"], h.sys_flag)
-        if "body_crc_ok" in wanted:
-            if crc_verdicts is None:
-                crc_verdicts = crc_ok(buf, h.body_pos, h.body_len, h.body_crc, n)
-            out["body_crc_ok"] = bool_array(crc_verdicts)
-        return out
-
-    def _property_columns(self, buf, h: HeaderColumns, wanted: set[str]) -> dict[str, pa.Array]:
-        n = h.n
-        want = self._want_properties
-        topic_pos, topic_len, store_timestamp = (h.topic_pos, h.topic_len, h.store_timestamp) \
-            if want[properties.WANT_TAGS_CODE] or want[properties.WANT_DELIVER_TIME] else (_NONE, _NONE, _NONE)
-        (pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets, tags_data, tags_valid,
-         uniq_offsets, uniq_data, uniq_valid, keys_list_offsets, keys_offsets, keys_data, tags_code, deliver_time,
-         deliver_valid, ascii) = properties.property_columns(buf, h.props_pos, h.props_len, topic_pos, topic_len,
-                                                      store_timestamp, self.delay_ms, n, want)
-        strings = partial(utf8_array, checked=ascii)
-        out = {}
-        if "properties" in wanted:
-            out["properties"] = pa.MapArray.from_arrays(
-                fixed_array(pair_offsets), strings(len(key_offsets) - 1, key_offsets, key_data),
-                strings(len(value_offsets) - 1, value_offsets, value_data))
-        if "tags" in wanted:
-            out["tags"] = strings(n, tags_offsets, tags_data, tags_valid)
-        if "uniq_key" in wanted:
-            out["uniq_key"] = strings(n, uniq_offsets, uniq_data, uniq_valid)
-        if "keys" in wanted:
-            out["keys"] = pa.ListArray.from_arrays(fixed_array(keys_list_offsets),
-                                                   strings(len(keys_offsets) - 1, keys_offsets, keys_data),
-                                                   type=BY_NAME["keys"].arrow_type)
-        if "tags_code" in wanted:
-            out["tags_code"] = fixed_array(tags_code)
-        if "deliver_time" in wanted:
-            out["deliver_time"] = timestamp_array(deliver_time, deliver_valid)
-        return out
+            body_offsets, body_end, verdicts = bodies
+        else:
+            body_offsets, body_end = _NO_OFFSETS, -1
+            verdicts = crc_verdicts if crc_verdicts is not None else _NO_VERDICTS
+        arena, size, unchecked, compressed = batch_writer.write_batch(
+            arena, template.metadata, template.positions, self._plan, buf, buf_file_pos, base_offset, positions,
+            h.arrays, h.n, body_end, body_offsets, verdicts, self.delay_ms, self._want_properties,
+            self._want_hosts)
+        rest = size - m - (max(body_end, 0) + 7) // 8 * 8
+        self._rest_capacity = max(REST_CAPACITY_MIN, rest + rest // 4, self._rest_capacity * 3 // 4)
+        batch = template.read(arena[:size])
+        if np.count_nonzero(unchecked):
+            # strings from bytes that are not all ASCII: validated, malformed UTF-8 replaced (rare)
+            for i in np.flatnonzero(unchecked).tolist():
+                batch = batch.set_column(i, self.schema.field(i), valid_utf8(batch.column(i)))
+        if compressed:
+            i = self.columns.index("body_uncompressed")
+            stored = batch.column(self.columns.index("body")) if "body" in self._wanted else \
+                binary_array(buf, h.body_pos, h.body_len, h.n)
+            batch = batch.set_column(i, self.schema.field(i), compression.uncompressed_bodies(stored, h.sys_flag))
+        return batch

@@ -109,8 +109,8 @@ def _same_host(buf, p, q, v6):
 @numba.njit(cache=True, nogil=True)
 def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want):
     """born_host, store_host and msg_id of n records (``want``: WANT_* flags; unwanted outputs come back
-    empty) as (born_offsets, born_data, store_offsets, store_data, id_offsets, id_data)."""
-    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
+    empty) as (born_offsets, born_data, store_offsets, store_data, id_offsets, id_data): ``host_columns_into``
+    buffers of their own."""
     w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
     born_offsets = np.zeros(n + 1 if w_born else 1, dtype=np.int32)
     born = np.empty(n * HOST_MAX + SLACK if w_born else 0, dtype=np.uint8)
@@ -118,6 +118,19 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
     store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
     id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
     ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
+    bo, so, io = host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want,
+                                   born_offsets, born, store_offsets, store, id_offsets, ids)
+    return born_offsets, born[:bo], store_offsets, store[:so], id_offsets, ids[:io]
+
+
+@numba.njit(cache=True, nogil=True)
+def host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want, born_offsets, born,
+                      store_offsets, store, id_offsets, ids):
+    """``host_columns`` into the caller's buffers, for wanted outputs: offsets n + 1, data n * HOST_MAX + SLACK
+    (msg_id: n * MSG_ID_V6 + SLACK). Returns the bytes written to each (born, store, ids)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
+    w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
+    born_offsets[0] = store_offsets[0] = id_offsets[0] = 0
     # written through views without an owner (the arrays returned keep the memory alive), and by address where a
     # rendering repeats the previous record's (_repeat)
     born_w, store_w, ids_w = native.unowned(born), native.unowned(store), native.unowned(ids)
@@ -164,4 +177,4 @@ def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, 
                 store_le64(ids_w, io + np.uint64(2 * i), _HEX_UPPER[(v >> np.uint64(56 - 8 * i)) & np.uint64(0xFF)])
             io += np.uint64(16)
             id_offsets[r + 1] = io
-    return born_offsets, born[:bo], store_offsets, store[:so], id_offsets, ids[:io]
+    return np.int64(bo), np.int64(so), np.int64(io)

@@ -174,34 +174,33 @@ COPY_SLACK = native.SHORT_COPY     # native.copy_at's spare bytes after each out
 
 
 @numba.njit(cache=True, nogil=True)
-def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want):
-    """Every property-derived column of n records in one pass over each record's properties (RocketMQ's
-    rules, module docstring): the bytes of a record are read once, while they are in cache, and written
-    straight into Arrow-layout buffers (int32 offsets + UTF-8 bytes), no per-pair spans in between.
-
-    ``want`` (WANT_* flags) says which outputs to fill; the others come back empty. Returns
-    ``(pair_offsets, key_offsets, key_data, value_offsets, value_data,`` — the properties map —
-    ``tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid,`` — TAGS and UNIQ_KEY, valid
-    where present — ``keys_list_offsets, keys_offsets, keys_data,`` — KEYS split on single spaces, empty pieces
-    dropped (IndexService.buildIndex) — ``tags_code, deliver_time, deliver_valid, ascii)``; ``ascii``: every
-    properties byte is below 0x80, so every string built is valid UTF-8 (no validation needed)."""
-    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
-    w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
-    w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
+def property_capacity(props_len, n):
+    """(data, pairs, record): room enough, for n records of these properties lengths, for any one output's
+    bytes (the data of all properties), for the map's entries, and for one record's pairs."""
     data_cap = 0
     pairs_cap = 0
     record_cap = 1
     for r in range(n):
-        data_cap += props_len[r]
-        room = props_len[r] // 3 + 1
+        data_cap += max(props_len[r], 0)
+        room = max(props_len[r], 0) // 3 + 1
         pairs_cap += room
         record_cap = max(record_cap, room)
-    # one record's pairs (name/value spans), before duplicates are resolved
-    kp = np.empty(record_cap, dtype=np.int64)
-    kl = np.empty(record_cap, dtype=np.int64)
-    kh = np.empty(record_cap, dtype=np.uint64)
-    vp = np.empty(record_cap, dtype=np.int64)
-    vl = np.empty(record_cap, dtype=np.int64)
+    return data_cap, pairs_cap, record_cap
+
+
+@numba.njit(cache=True, nogil=True)
+def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want):
+    """Every property-derived column of n records in one pass over each record's properties (RocketMQ's
+    rules, module docstring): ``property_columns_into`` buffers of their own. ``want`` (WANT_* flags) says which
+    outputs to fill; the others come back empty. Returns ``(pair_offsets, key_offsets, key_data, value_offsets,
+    value_data,`` — the properties map — ``tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data,
+    uniq_valid,`` — TAGS and UNIQ_KEY, valid where present — ``keys_list_offsets, keys_offsets, keys_data,`` —
+    KEYS split on single spaces, empty pieces dropped (IndexService.buildIndex) — ``tags_code, deliver_time,
+    deliver_valid, ascii)``; ``ascii``: every properties byte is below 0x80, so every string built is valid
+    UTF-8 (no validation needed)."""
+    w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
+    w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
+    data_cap, pairs_cap, record_cap = property_capacity(props_len, n)
     pair_offsets = np.empty(n + 1 if w_map else 1, dtype=np.int32)
     key_offsets = np.empty(pairs_cap + 1 if w_map else 1, dtype=np.int32)
     value_offsets = np.empty(pairs_cap + 1 if w_map else 1, dtype=np.int32)
@@ -219,15 +218,46 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     tags_code = np.empty(n if w_code else 0, dtype=np.int64)
     deliver_time = np.empty(n if w_deliver else 0, dtype=np.int64)
     deliver_valid = np.empty(n if w_deliver else 0, dtype=np.bool_)
+    pairs, ko, vo, to, uo, pieces, kdo, ascii = property_columns_into(
+        buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want, record_cap,
+        pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets, tags_data, tags_valid,
+        uniq_offsets, uniq_data, uniq_valid, keys_list_offsets, keys_offsets, keys_data, tags_code, deliver_time,
+        deliver_valid)
+    return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
+            tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
+            keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,
+            ascii)
+
+
+@numba.njit(cache=True, nogil=True)
+def property_columns_into(buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want,
+                          record_cap, pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets,
+                          tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid, keys_list_offsets,
+                          keys_offsets, keys_data, tags_code, deliver_time, deliver_valid):
+    """``property_columns`` into the caller's buffers, at least as large as ``property_capacity`` says (the
+    offsets: n + 1, or pairs + 1 for the map's keys and values, data // 2 + n + 1 for KEYS' pieces; the data:
+    data + COPY_SLACK; tags_code, deliver_time and the validity: n), for wanted outputs only. Returns (map
+    entries, bytes of key_data, value_data, tags_data, uniq_data, KEYS pieces, bytes of keys_data, ascii).
+
+    The bytes of a record are read once, while they are in cache, and written straight into Arrow-layout
+    buffers (int32 offsets + UTF-8 bytes), no per-pair spans in between."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
+    w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
+    w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
+    # one record's pairs (name/value spans), before duplicates are resolved
+    kp = np.empty(record_cap, dtype=np.int64)
+    kl = np.empty(record_cap, dtype=np.int64)
+    kh = np.empty(record_cap, dtype=np.uint64)
+    vp = np.empty(record_cap, dtype=np.int64)
+    vl = np.empty(record_cap, dtype=np.int64)
     # addresses for copy_at (arrays would cost reference counting in this loop)
     buf_at = np.intp(buf.ctypes.data)      # signed: uintp + int64 would be a float
     readable = buf.shape[0]               # copy_at's src_room: bytes readable from an index
     key_data_at, value_data_at = np.intp(key_data.ctypes.data), np.intp(value_data.ctypes.data)
     tags_data_at, uniq_data_at = np.intp(tags_data.ctypes.data), np.intp(uniq_data.ctypes.data)
     keys_data_at = np.intp(keys_data.ctypes.data)
-    for offsets in (pair_offsets, key_offsets, value_offsets, tags_offsets, uniq_offsets, keys_list_offsets,
-                    keys_offsets):
-        offsets[0] = 0
+    pair_offsets[0] = key_offsets[0] = value_offsets[0] = tags_offsets[0] = uniq_offsets[0] = 0
+    keys_list_offsets[0] = keys_offsets[0] = 0
     pairs = 0              # map entries so far
     ko = 0                 # bytes written to key_data, value_data, tags_data, uniq_data, keys_data
     vo = 0
@@ -349,7 +379,4 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
                     ok, timer_at = _java_parse(buf, vp[timer], vl[timer], INT64_MAX)
                     if ok:
                         deliver_time[r], deliver_valid[r] = timer_at, True
-    return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
-            tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
-            keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,
-            (seen & _HIGH_BITS) == 0)
+    return pairs, ko, vo, to, uo, pieces, kdo, (seen & _HIGH_BITS) == 0

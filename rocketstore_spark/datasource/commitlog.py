@@ -159,7 +159,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters)]))
     decoder = RecordDecoder([c for c in wanted if c != "store"], message_delay_level=options.message_delay_level,
                             batch_rows=options.batch_rows, check_crc=options.strict,
-                            fixed_width=all(is_fixed_width(f.type) for f in arrow_schema))
+                            fixed_width=all(is_fixed_width(f.type) for f in arrow_schema), schema=arrow_schema)
     reader = SegmentReader(segment_range.path, segment_range.base_offset, decoder, segment_range.start,
                            segment_range.end, strict=options.strict, max_record_size=options.max_record_size,
                            followed=segment_range.followed, on_finding=_report)
