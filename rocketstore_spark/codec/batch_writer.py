@@ -31,7 +31,7 @@ from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_PO
                                                H_TOPIC_LEN, H_TOPIC_POS, H_TOTAL_SIZE, MAGIC_V2, TRANSACTION_MASK,
                                                TRANSACTION_TYPES)
 from rocketstore_spark.codec.compression import COMPRESSED_FLAG
-from rocketstore_spark.codec.crc32 import copy_checked, crc_ok, prop_crc_ok
+from rocketstore_spark.codec.crc32 import bodies_end, copy_checked, crc_ok, prop_crc_ok
 from rocketstore_spark.codec.record_schema import NAMES
 
 # the column kinds, in record_schema's order
@@ -69,7 +69,7 @@ def _grown(out, used, size):
     raw = np.empty(size + ipc_batch.ALIGN, dtype=np.uint8)
     skip = (ipc_batch.ALIGN - raw.ctypes.data % ipc_batch.ALIGN) % ipc_batch.ALIGN
     bigger = raw[skip:skip + size]
-    native.memcpy(bigger.ctypes.data, out.ctypes.data, used)
+    native.memcpy(np.intp(bigger.ctypes.data), np.intp(out.ctypes.data), min(used, out.shape[0]))
     return bigger
 
 
@@ -77,7 +77,7 @@ def _grown(out, used, size):
 def _copy_in(out, at, src, nbytes):
     """``nbytes`` bytes of array ``src`` (any dtype) to out[at:]; returns the next 8-aligned position."""
     if nbytes > 0:
-        native.memcpy(out.ctypes.data + at, src.ctypes.data, nbytes)
+        native.memcpy(np.intp(out.ctypes.data) + at, np.intp(src.ctypes.data), nbytes)
     return _align8(at + nbytes)
 
 
@@ -260,8 +260,11 @@ def write_batch(out, metadata, positions, plan_, buf, buf_file_pos, base_offset,
     ni = bi = 0
     for c in range(columns):
         k = plan_[c]
-        if k == K_SEGMENT_BASE_OFFSET or k == K_FILE_POSITION or k == K_PHYSICAL_OFFSET or k == K_QUEUE_OFFSET \
-                or k == K_STORED_PHYSICAL_OFFSET or k == K_PREPARED_TRANSACTION_OFFSET or k == K_TAGS_CODE:
+        if k == K_TAGS_CODE:                    # written in place by the property pass
+            _fixed(out, tags_code_at, m, positions, ni, bi, 8, n)
+            ni, bi = ni + 1, bi + 2
+        elif k == K_SEGMENT_BASE_OFFSET or k == K_FILE_POSITION or k == K_PHYSICAL_OFFSET or k == K_QUEUE_OFFSET \
+                or k == K_STORED_PHYSICAL_OFFSET or k == K_PREPARED_TRANSACTION_OFFSET:
             out = _grown(out, at, at + 8 * n + 8)
             values = out[at:at + 8 * n].view(np.int64)
             if k == K_SEGMENT_BASE_OFFSET:
@@ -274,10 +277,8 @@ def write_batch(out, metadata, positions, plan_, buf, buf_file_pos, base_offset,
                 values[:] = h[H_QUEUE_OFFSET][:n]
             elif k == K_STORED_PHYSICAL_OFFSET:
                 values[:] = h[H_STORED_PHYSICAL_OFFSET][:n]
-            elif k == K_PREPARED_TRANSACTION_OFFSET:
-                values[:] = h[H_PREPARED_TRANSACTION_OFFSET][:n]
             else:
-                values[:] = out[tags_code_at:tags_code_at + 8 * n].view(np.int64)
+                values[:] = h[H_PREPARED_TRANSACTION_OFFSET][:n]
             at = _fixed(out, at, m, positions, ni, bi, 8, n)
             ni, bi = ni + 1, bi + 2
         elif k == K_TOTAL_SIZE or k == K_MAGIC_CODE or k == K_RECORD_VERSION or k == K_BODY_CRC \
@@ -362,7 +363,7 @@ def write_batch(out, metadata, positions, plan_, buf, buf_file_pos, base_offset,
                 out, at = _strings(out, at, m, positions, ni, bi, offsets_at, m + BODY_AT, body_offsets[n], n,
                                    no_flags, False)
             else:
-                size = _total(body_len, n)
+                size = bodies_end(body_len, 0, n, 0)         # Arrow's int32 offsets: at most 2 GiB
                 out, offsets_at, data_at = _string_region(out, at, n, size)
                 offsets = _int32s(out, offsets_at, data_at)
                 if wants_crc and verdicts.shape[0] != n:        # checked on the copy, as the walk does

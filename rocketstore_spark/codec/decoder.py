@@ -100,7 +100,10 @@ class Decoded:
 
     @cached_property
     def columns(self) -> Mapping[str, pa.Array]:
+        """The decoded columns by name (a subclass's output as it is)."""
         batch = self.output
+        if not isinstance(batch, pa.RecordBatch):
+            return batch
         return {name: batch.column(i) for i, name in enumerate(_names(self.schema))}
 
     @property
@@ -116,6 +119,8 @@ class Decoded:
             return batch
         names = _names(schema)
         plain = [name for name in names if name not in context]
+        if not plain:                           # only context columns: nothing decoded gives the length
+            return pa.RecordBatch.from_arrays([context[name] for name in names], schema=schema)
         if _names(self.schema) != plain:        # the decoder read columns the schema does not ship (filters)
             batch = batch.select(plain)
         for i, name in enumerate(names):
@@ -150,11 +155,13 @@ class RecordDecoder:
         self.schema = arrow_schema(self.columns)
         if schema is not None:
             theirs = {f.name: f for f in schema}
+            ours = {f.name: f for f in self.schema}
             mismatched = [name for name in self.columns if name in theirs
-                          and not theirs[name].type.equals(self.schema.field(name).type)]
+                          and (not theirs[name].type.equals(ours[name].type)
+                               or ours[name].nullable and not theirs[name].nullable)]
             if mismatched:
                 raise ValueError(f"column(s) {mismatched} of the schema asked for do not have the decoded types "
-                                 f"({', '.join(str(self.schema.field(n)) for n in mismatched)})")
+                                 f"and nullability ({', '.join(str(ours[n]) for n in mismatched)})")
             self.schema = pa.schema([theirs.get(f.name, f) for f in self.schema])
         self.check_crc = check_crc
         crc_fields = ("body_pos", "body_len", "body_crc") if check_crc else ()
@@ -191,7 +198,7 @@ class RecordDecoder:
             self._template = ipc_batch.Template(self.schema)
             self._plan = batch_writer.plan(self.columns)
             self._metadata_size = int(self._template.positions[ipc_batch.POS_METADATA_SIZE])
-            self._rest_capacity = REST_CAPACITY_MIN
+            self._rest_capacity = self._rest_floor = min(REST_CAPACITY_MIN, 4096 + 1024 * self.batch_rows)
 
     @property
     def reads_every_byte(self) -> bool:
@@ -302,7 +309,7 @@ class RecordDecoder:
             h.arrays, h.n, body_end, body_offsets, verdicts, self.delay_ms, self._want_properties,
             self._want_hosts)
         rest = size - m - (max(body_end, 0) + 7) // 8 * 8
-        self._rest_capacity = max(REST_CAPACITY_MIN, rest + rest // 4, self._rest_capacity * 3 // 4)
+        self._rest_capacity = max(self._rest_floor, rest + rest // 4, self._rest_capacity * 3 // 4)
         batch = template.read(arena[:size])
         if np.count_nonzero(unchecked):
             # strings from bytes that are not all ASCII: validated, malformed UTF-8 replaced (rare)

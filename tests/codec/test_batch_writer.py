@@ -146,6 +146,20 @@ def test_a_callers_schema_is_the_batches_schema():
     assert batch.schema.equals(theirs) and batch.column("topic").equals(FULL.column("topic"))
     with pytest.raises(ValueError, match="topic"):
         RecordDecoder(columns, schema=pa.schema([("topic", pa.large_string())]))
+    with pytest.raises(ValueError, match="tags"):            # a column we make null where it says never
+        RecordDecoder(columns, schema=pa.schema([pa.field("tags", pa.string(), nullable=False)]))
+
+
+def test_strict_decoding_reports_what_the_batch_says():
+    # a body altered after its CRC was stored: the walk's verdict is the batch's, and the finding's
+    data = bytearray(DATA)
+    at = data.index(b"x" * 300)
+    data[at] ^= 1
+    window = np.frombuffer(bytes(data), dtype=np.uint8)
+    d = RecordDecoder(DECODED, check_crc=True).decode(window, 0, len(data), BASE, 0, len(data))
+    d.batch.validate(full=True)
+    verdicts = d.batch.column("body_crc_ok").to_pylist()
+    assert verdicts.count(False) == 1 and d.crc_failures.tolist() == [d.positions[verdicts.index(False)]]
 
 
 def test_a_template_names_every_node_and_buffer_of_the_schema():
@@ -190,3 +204,11 @@ def test_a_message_patched_by_compiled_code_reads_back_without_a_copy():
     assert batch.to_pydict() == {"a": [5, -6, 7], "s": ["x", "yz", "abc"]}
     start, end = arena.ctypes.data, arena.ctypes.data + len(arena)
     assert start <= batch.column("s").buffers()[2].address < end
+
+
+def test_a_batch_of_context_columns_only_has_the_records_length():
+    from rocketstore_spark.codec.arrow import RepeatedColumn
+    d = decode(())
+    schema = pa.schema([("store", pa.string())])
+    batch = d.select(schema, {"store": RepeatedColumn("s", pa.string())(d.n)})
+    assert batch.num_rows == d.n == 40 and batch.column("store").to_pylist() == ["s"] * 40
