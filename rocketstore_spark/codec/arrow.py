@@ -26,12 +26,19 @@ def copy_span(buf, pos, length, data, at):
     native.memcpy(data.ctypes.data + at, buf.ctypes.data + pos, length)
 
 
-@numba.njit(cache=True, nogil=True)
-def gather(buf, pos, lens, n):
-    """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back (``gather_into``)."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def spans_size(lens, n):
+    """The bytes of n spans of these lengths (a negative length counts as empty)."""
     size = 0
     for r in range(n):
         size += max(lens[r], 0)
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(buf, pos, lens, n):
+    """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back (``gather_into``)."""
+    size = spans_size(lens, n)
     offsets = np.empty(n + 1, dtype=np.int32)
     data = np.empty(size + native.SHORT_COPY, dtype=np.uint8)
     gather_into(buf, pos, lens, n, data, offsets)

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import hosts, ipc_batch, native, properties
-from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, gather_into, is_ascii
+from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS, gather_into, is_ascii, spans_size
 from rocketstore_spark.codec.commitlog import (H_BODY_CRC, H_BODY_LEN, H_BODY_POS, H_BORN_HOST_POS,
                                                H_BORN_TIMESTAMP, H_FLAG, H_MAGIC_CODE,
                                                H_PREPARED_TRANSACTION_OFFSET, H_PROPS_LEN, H_PROPS_POS, H_QUEUE_ID,
@@ -51,6 +51,22 @@ def plan(names) -> np.ndarray:
     out = np.array([KINDS[name] for name in names], dtype=np.int64)
     out.flags.writeable = False
     return out
+
+
+def wants(names) -> tuple[np.ndarray, np.ndarray]:
+    """(property_columns' want flags, host_columns' want flags) of the columns ``names``."""
+    names = set(names)
+    props = ((properties.WANT_MAP, "properties"), (properties.WANT_TAGS, "tags"), (properties.WANT_KEYS, "keys"),
+             (properties.WANT_UNIQ_KEY, "uniq_key"), (properties.WANT_TAGS_CODE, "tags_code"),
+             (properties.WANT_DELIVER_TIME, "deliver_time"))
+    host = ((hosts.WANT_BORN_HOST, "born_host"), (hosts.WANT_STORE_HOST, "store_host"), (hosts.WANT_MSG_ID, "msg_id"))
+    flags = []
+    for table in (props, host):
+        out = np.zeros(len(table), dtype=np.bool_)
+        for flag, name in table:
+            out[flag] = name in names
+        flags.append(out)
+    return flags[0], flags[1]
 
 
 # ------------------------------------------------------------------------------------------------ layout
@@ -113,15 +129,6 @@ def _strings(out, at, m, positions, ni, bi, offsets_at, data_at, data_len, count
     ipc_batch.buffer(out, positions, bi + 2, data_at - m, data_len)
     ipc_batch.node(out, positions, ni, count, nulls)
     return out, at
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _total(lens, n):
-    """The bytes of n spans of these lengths (a negative one counts as empty)."""
-    size = 0
-    for r in range(n):
-        size += max(lens[r], 0)
-    return size
 
 
 @numba.njit(cache=True, nogil=True)
@@ -391,7 +398,7 @@ def write_batch(out, metadata, positions, plan_, buf, buf_file_pos, base_offset,
             ni, bi = ni + 1, bi + 3
         elif k == K_TOPIC:
             topic_pos, topic_len = h[H_TOPIC_POS], h[H_TOPIC_LEN]
-            out, offsets_at, data_at = _string_region(out, at, n, _total(topic_len, n))
+            out, offsets_at, data_at = _string_region(out, at, n, spans_size(topic_len, n))
             size = gather_into(buf, topic_pos, topic_len, n, out[data_at:], _int32s(out, offsets_at, data_at))
             unchecked[c] = not is_ascii(out[data_at:data_at + size])
             out, at = _strings(out, _align8(data_at + size), m, positions, ni, bi, offsets_at, data_at, size, n,

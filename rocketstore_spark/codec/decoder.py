@@ -41,10 +41,6 @@ FIXED_WIDTH_BATCH_ROWS = 65536
 STREAM_AHEAD = 16 << 10
 BODY_CAPACITY_MIN = 1 << 20
 REST_CAPACITY_MIN = 1 << 20
-# host_columns' outputs, in the order of its WANT_* flags
-_HOST_OUTPUTS = ("born_host", "store_host", "msg_id")
-# property_columns' outputs, in the order of its WANT_* flags
-_PROPERTY_OUTPUTS = ("properties", "tags", "keys", "uniq_key", "tags_code", "deliver_time")
 
 
 def is_fixed_width(arrow_type: pa.DataType) -> bool:
@@ -181,8 +177,6 @@ class RecordDecoder:
         self._lane_counts = np.zeros(max(self.lanes, 1), dtype=np.int64)
         # per-batch constants, computed once (a batch's Python overhead is paid ~50 times per 256 MiB)
         self._wanted = frozenset(self.columns)
-        self._want_hosts = np.array([c in self._wanted for c in _HOST_OUTPUTS], dtype=np.bool_)
-        self._want_properties = np.array([c in self._wanted for c in _PROPERTY_OUTPUTS], dtype=np.bool_)
         # bodies copied and CRC-checked by the walk's tiles where both are asked for (a plain RecordDecoder
         # only: a subclass makes its own output) into a buffer sized on the last batch's bodies, grown by the
         # walk when a batch needs more
@@ -197,6 +191,7 @@ class RecordDecoder:
             # rest], the rest sized on the last batch's like the bodies
             self._template = ipc_batch.Template(self.schema)
             self._plan = batch_writer.plan(self.columns)
+            self._want_properties, self._want_hosts = batch_writer.wants(self.columns)
             self._metadata_size = int(self._template.positions[ipc_batch.POS_METADATA_SIZE])
             self._rest_capacity = self._rest_floor = min(REST_CAPACITY_MIN, 4096 + 1024 * self.batch_rows)
 
