@@ -297,7 +297,7 @@ def main(argv=None):
     results["naive_struct_GBps"] = files[0].stat().st_size / secs / 1e9
     results["messages_per_segment"] = n
 
-    from rocketstore_spark.session import get_spark
+    from rocketstore_spark.spark.session import get_spark
     spark = get_spark("bench", master="local[2]", delta=False,
                       # one whole segment per Arrow batch into mapInPandas (binaryFile rows are files)
                       conf={"spark.driver.memory": "8g", "spark.sql.execution.arrow.maxRecordsPerBatch": "1"})

@@ -8,7 +8,7 @@ Builds the store with our encoder (the read benchmark's store: bench_read.build_
 then times, with RocketMQ's default broker settings (300,000-entry ConsumeQueue files, 5,000,000 x 20,000,000
 IndexFiles):
 
-1. ours on Spark, ``local[2]``: ``spark_rebuild.rebuild`` (one scan task per core into spill files, then
+1. ours on Spark, ``local[2]``: ``spark.rebuild.rebuild`` (one scan task per core into spill files, then
    one task per queue group and per IndexFile), planning and the diff included;
 2. ours in one process: ``rebuild.output.rebuild_store``, timed on its second run (the first, also reported,
    includes loading the compiled kernels from numba's cache, as Spark's warm-up run does for Spark);
@@ -58,8 +58,8 @@ def main(argv=None):
     options = {"rocketmqVersion": args.rocketmq or "5.5.1"}
 
     from rocketstore_spark.rebuild.output import rebuild_store
-    from rocketstore_spark.session import get_spark
-    from rocketstore_spark.spark_rebuild import rebuild
+    from rocketstore_spark.spark.session import get_spark
+    from rocketstore_spark.spark.rebuild import rebuild
 
     work = args.out / "rebuild"
     shutil.rmtree(work, ignore_errors=True)

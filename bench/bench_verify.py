@@ -14,7 +14,7 @@ bench/out/verify/; every record's BODYCRC is valid), warms the page cache, then 
    (``checkMessageAndReturnSize``: body copied out, ``java.util.zip.CRC32``, lengths checked), timed inside
    the JVM;
 3. page cache: ``cat segments > /dev/null``;
-4. where the time goes, in this process on one core, first segment: ``verify.segments.scan_segment`` (the
+4. where the time goes, in this process on one core, first segment: ``store.scan.scan_segment`` (the
    fused pass of ``codec.audit``, the segment mapped afresh in 64 MiB windows) with all checks, with checkCrc
    only and without CRC (the walk alone), against a pure CRC loop (``codec.crc32.crc_ok``: libdeflate over every
    body, spans decoded beforehand, segment in memory and already touched).
@@ -64,7 +64,7 @@ def profile_segment(path: Path, repeat: int) -> dict[str, float]:
 
     from rocketstore_spark.codec.crc32 import crc_ok
     from rocketstore_spark.codec.decoder import RecordDecoder
-    from rocketstore_spark.verify.segments import scan_segment
+    from rocketstore_spark.store.scan import scan_segment
     base = int(path.name)
     buf = np.fromfile(path, dtype=np.uint8)
     h = RecordDecoder((), extra_fields=("body_pos", "body_len", "body_crc"), batch_rows=len(buf) // 64).decode(
@@ -97,7 +97,7 @@ def main(argv=None):
     classes = compile_reference(args.out)
     cat_seconds(files)                                                # warm the page cache
 
-    from rocketstore_spark.session import get_spark
+    from rocketstore_spark.spark.session import get_spark
     spark = get_spark("bench-verify", master="local[2]", delta=False, conf={"spark.ui.showConsoleProgress": "false"})
     ours = {}
     for name, extra in (("ours_all_checks", "true"), ("ours_crc_only", "false")):

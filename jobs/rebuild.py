@@ -46,7 +46,7 @@ def options(args) -> dict:
 
 
 def main(spark, argv) -> int:
-    from rocketstore_spark.spark_rebuild import rebuild
+    from rocketstore_spark.spark.rebuild import rebuild
     args = parse_args(argv)
     r = rebuild(spark, args.store, args.output, options(args), args.broker_conf, args.force)
     s = r.settings
@@ -74,7 +74,7 @@ def main(spark, argv) -> int:
                            [(d.kind, d.store_file, d.rebuilt_file, d.status, d.detail) for d in changed],
                            max_width=400))
     if args.differences:
-        from rocketstore_spark.spark_rebuild import differences_frame
+        from rocketstore_spark.spark.rebuild import differences_frame
         differences_frame(spark, r).write.format("delta").mode("append").save(args.differences)
         print(f"the comparison was appended to the Delta table {args.differences}")
     return 3 if changed or r.findings else 0
@@ -96,5 +96,5 @@ def check(argv) -> None:
 
 
 if __name__ == "__main__":
-    from rocketstore_spark.entrypoint import run
+    from rocketstore_spark.spark.entrypoint import run
     run("rebuild", main, check, sys.argv[1:], delta="--differences" in sys.argv)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-FAMILIES = ("4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x")
+from rocketstore_spark.rocketmq.releases import FAMILY_NAMES
 
 
 def parse_args(argv):
@@ -28,7 +28,7 @@ def parse_args(argv):
     p.add_argument("--lost-output", help="directory for a Delta table of the messages the restart would lose")
     p.add_argument("--broker-conf", help="the broker's properties file (checkCRCOnRecover, messageIndexSafe, ...)")
     p.add_argument("--rocketmq-version", help="the broker's release, e.g. 4.9.8 or 5.5.1 (default: detected)")
-    p.add_argument("--release-family", choices=FAMILIES, help="mirror this family's recovery regardless of the "
+    p.add_argument("--release-family", choices=FAMILY_NAMES, help="mirror this family's recovery regardless of the "
                                                              "release")
     return p.parse_args(argv)
 
@@ -82,5 +82,5 @@ def check(argv) -> None:
 
 
 if __name__ == "__main__":
-    from rocketstore_spark.entrypoint import run
+    from rocketstore_spark.spark.entrypoint import run
     run("recovery_report", main, check, sys.argv[1:])

@@ -136,5 +136,5 @@ def check_paths(argv) -> None:
 
 
 if __name__ == "__main__":
-    from rocketstore_spark.entrypoint import run
+    from rocketstore_spark.spark.entrypoint import run
     run("store_summary", main, check_paths, sys.argv[1:])

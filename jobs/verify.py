@@ -59,7 +59,7 @@ def parse_args(argv):
 def main(spark, argv) -> int:
     from rocketstore_spark.report.documents import text_stream, write_document
     from rocketstore_spark.report.verify_text import render_plan, render_store
-    from rocketstore_spark.spark_verify import document, findings_frame, lag_frame, verify
+    from rocketstore_spark.spark.verify import document, findings_frame, lag_frame, verify
     from rocketstore_spark.store.discovery import discover
     from rocketstore_spark.verify.offsets import reset_plan
     args = parse_args(argv)
@@ -116,7 +116,7 @@ def check(argv) -> None:
         print(f"verify: --broker-conf {args.broker_conf}: no such file", file=sys.stderr)
         sys.exit(2)
     if args.rocketmq_version:
-        from rocketstore_spark.dispatch import Release
+        from rocketstore_spark.rocketmq.releases import Release
         try:
             Release.parse(args.rocketmq_version)
         except ValueError as e:
@@ -125,5 +125,5 @@ def check(argv) -> None:
 
 
 if __name__ == "__main__":
-    from rocketstore_spark.entrypoint import run
+    from rocketstore_spark.spark.entrypoint import run
     run("verify", main, check, sys.argv[1:], delta="--output" in sys.argv)

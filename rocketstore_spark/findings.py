@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
 
 from rocketstore_spark.checks import CHECKS, Severity
 
-__all__ = ["Finding", "Severity", "StoreError", "finding", "raise_first_error"]
+__all__ = ["Finding", "Severity", "StoreError", "capped", "finding", "raise_first_error"]
 
 # the findings schema: one row per finding, the same in DataFrames, JSON and Delta tables
 FIELDS = ("check", "severity", "file", "file_position", "physical_offset", "topic", "queue_id", "queue_offset",
           "message", "evidence")
+# a unit of work (one queue, one IndexFile) reports at most this many findings of a check in full (``capped``)
+CAP = 20
 
 
 class StoreError(Exception):
@@ -81,3 +84,17 @@ def raise_first_error(findings) -> None:
     for f in findings:
         if f.severity == Severity.ERROR:
             raise StoreError(f)
+
+
+def capped(make: Callable[[int], Finding], indices: Sequence[int], limit: int = CAP) -> list[Finding]:
+    """Keeping a check's findings readable (a damaged file can hold millions of bad entries): ``make(i)`` for the first ``limit`` of ``indices``; if there are more, the next one's finding with
+    ``omitted`` (how many more, counting itself) in its evidence and a message saying so."""
+    n = len(indices)
+    out = [make(int(i)) for i in indices[:limit]]
+    if n > limit:
+        f = make(int(indices[limit]))
+        more = n - limit
+        out.append(Finding(f.check, f.severity, f.file, f.file_position,
+                           f"{more} more like this, not listed; the first of them: {f.message}",
+                           {**f.evidence, "omitted": more}, f.physical_offset, f.topic, f.queue_id, f.queue_offset))
+    return out

@@ -22,7 +22,7 @@ echo "setup: creating .venv and installing rocketstore-spark[test]" >&2
 .venv/bin/python -m pip install -q -e '.[test]'
 
 echo "setup: fetching Delta Lake JARs with Maven into jars/" >&2
-# the same command a pip-installed package offers (rocketstore_spark/jars.py): jars/pom.xml's dependencies,
+# the same command a pip-installed package offers (rocketstore_spark/spark/jars.py): jars/pom.xml's dependencies,
 # less the JARs Spark already ships
-.venv/bin/python -m rocketstore_spark.jars fetch jars
+.venv/bin/python -m rocketstore_spark.spark.jars fetch jars
 echo "$stamp_input" > .setup-stamp

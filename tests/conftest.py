@@ -12,7 +12,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def spark():
-    from rocketstore_spark.session import get_spark
+    from rocketstore_spark.spark.session import get_spark
     session = get_spark("rocketstore-tests", master="local[2]")
     yield session
     session.stop()

@@ -10,6 +10,7 @@ import sys
 import click
 
 from rocketstore_spark.cli.output import SEVERITY_STYLE, emit_json, line, table
+from rocketstore_spark.rocketmq.releases import FAMILY_NAMES
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 
@@ -35,7 +36,7 @@ work_dir_option = click.option("--work-dir", type=click.Path(exists=True, file_o
                                help="where the queue check spills each message's queue entry (36 bytes a "
                                     "message, removed afterwards; never inside a store; a tmpfs /tmp holds them "
                                     "in memory) [default: TMPDIR]")
-family_option = click.option("--release-family", type=click.Choice(["4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x"]),
+family_option = click.option("--release-family", type=click.Choice(FAMILY_NAMES),
                              help="mirror this family's recovery regardless of the release")
 
 
@@ -51,16 +52,16 @@ def inspect_cmd(stores, as_json):
     Example:
       rocketstore inspect tests/golden/rocketmq-5.5.1/clean/store
     """
-    from rocketstore_spark.rebuild.settings import resolve
+    from rocketstore_spark.rocketmq.consumequeue import queue_bounds
+    from rocketstore_spark.rocketmq.settings import resolve
     from rocketstore_spark.store.files import read_checkpoint
     from rocketstore_spark.store.indexes import read_index_file
-    from rocketstore_spark.verify.queues import queue_bounds
-    from rocketstore_spark.verify.segments import scan_segment
+    from rocketstore_spark.store.scan import scan_segment
     docs = []
     for path in stores:
         for layout in discover(path):
             settings = resolve(layout)
-            five = settings.release.version >= (5, 0, 0)
+            expired_min_is_max = settings.release.expired_min_is_max
             segs = []
             for k, seg in enumerate(layout.segments):
                 s = scan_segment(seg.path, seg.base_offset, check_crc=False, followed=layout.followed(k))
@@ -71,7 +72,7 @@ def inspect_cmd(stores, as_json):
             log_min = layout.segments[0].base_offset if layout.segments else 0
             queues = []
             for topic, queue_id, d in layout.files.queue_dirs():
-                lo, hi = queue_bounds(str(d), log_min, five)
+                lo, hi = queue_bounds(str(d), log_min, expired_min_is_max)
                 queues.append({"topic": topic, "queue_id": queue_id, "min_offset": lo, "max_offset": hi,
                                "messages": hi - lo, "files": len(layout.files.queue_files(d))})
             index = []
@@ -202,9 +203,9 @@ def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, a
     Example:
       rocketstore offsets tests/golden/rocketmq-5.5.1/consumer-offsets/store --reset-plan to-earliest
     """
-    from rocketstore_spark.rebuild.settings import resolve
+    from rocketstore_spark.rocketmq.consumequeue import queue_bounds
+    from rocketstore_spark.rocketmq.settings import resolve
     from rocketstore_spark.verify.offsets import check_offsets, reset_plan
-    from rocketstore_spark.verify.queues import queue_bounds
     if how in ("to-datetime", "shift-by") and not reset_value:
         raise click.UsageError(f"--reset-plan {how} needs --reset-value")
     layouts = [layout for path in stores for layout in discover(path)]
@@ -212,9 +213,9 @@ def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, a
         outside_stores(reset_file, store_roots(layouts), "reset plan")
     lags, plan, findings = [], [], []
     for layout in layouts:
-        five = resolve(layout, _settings_options(rocketmq_version)).release.version >= (5, 0, 0)
+        expired_min_is_max = resolve(layout, _settings_options(rocketmq_version)).release.expired_min_is_max
         log_min = layout.segments[0].base_offset if layout.segments else 0
-        bounds = {(t, q): queue_bounds(str(d), log_min, five) for t, q, d in layout.files.queue_dirs()}
+        bounds = {(t, q): queue_bounds(str(d), log_min, expired_min_is_max) for t, q, d in layout.files.queue_dirs()}
         report = check_offsets(layout, bounds)
         found = [x for x in report.lags if group is None or x.consumer_group == group]
         lags += found
@@ -460,7 +461,7 @@ def query_cmd(stores, topic, key, uniq_key, msg_id, physical_offset, queue_id, q
     import base64
     import json as json_
 
-    from rocketstore_spark import query as q
+    from rocketstore_spark.lookup import query as q
     ways = [x is not None for x in (key, uniq_key, msg_id, physical_offset, queue_offset)]
     if sum(ways) > 1:
         raise click.UsageError("give one of --key, --uniq-key, --msg-id, --offset, --queue-offset")
@@ -535,8 +536,8 @@ def export_cmd(stores, output, fmt, topic, queue_id, key, uniq_key, tag, since, 
     """
     import time
 
-    from rocketstore_spark.query import parse_time
-    from rocketstore_spark.store.export import Slice, export
+    from rocketstore_spark.lookup.export import Slice, export
+    from rocketstore_spark.lookup.query import parse_time
     layouts = [layout for path in stores for layout in discover(path)]
     target = outside_stores(output, store_roots(layouts), "export file")
     if fmt is None:

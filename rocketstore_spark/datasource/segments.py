@@ -4,7 +4,7 @@ Records, first/last store time, where the valid data ends and why the walk stopp
 damage), CRC failures past the first, and every finding (check id, severity, file relative to the store,
 byte position, message): corruption is data here. Findings about the store rather than a segment (a stray
 file in ``commitlog/``) come in one extra row per store whose ``segment`` is null. Options: ``checkCrc`` (default true), ``checkPropertiesCrc`` and ``checkTimes`` (default false; see
-``verify.segments.scan_segment``), ``maxRecordSize``. Consecutive segments of a
+``store.scan.scan_segment``), ``maxRecordSize``. Consecutive segments of a
 store share a partition, as many partitions as the session has cores (Spark's per-task cost is ~75 ms).
 Planning lists files (driver); the scan runs in Spark's Python workers.
 """
@@ -54,7 +54,7 @@ class SegmentsReader(TableReader):
 
     def _scan(self, store: str, root: str, path: str, base_offset: int, size: int, followed: bool,
               layout_findings: tuple) -> tuple:
-        from rocketstore_spark.verify.segments import scan_segment
+        from rocketstore_spark.store.scan import scan_segment
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
                                max_record_size=self.options.max_record_size, followed=followed,
                                check_properties_crc=self.options.check_properties_crc,

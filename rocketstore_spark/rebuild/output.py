@@ -11,7 +11,7 @@ files at their full broker size (RocketMQ preallocates them): a killed run leave
 a final name, and ``rebuild_store`` removes what it created when it fails.
 
 Streaming: records are dispatched batch by batch in CommitLog order; each queue keeps its dispatch state
-(``rebuild.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
+(``rocketmq.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
 is one decoded window plus one IndexFile, whatever the store's size.
 """
 from __future__ import annotations
@@ -27,15 +27,15 @@ from typing import Iterator
 
 import numpy as np
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding, finding
-from rocketstore_spark.rebuild import consumequeue as cq
-from rocketstore_spark.rebuild import indexfile as ix
 from rocketstore_spark.rebuild.diff import Difference, compare
-from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.rocketmq import consumequeue as cq
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq import indexfile as ix
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
 from rocketstore_spark.store.outputs import OutputError, outside_stores
@@ -284,7 +284,7 @@ class RebuildResult:
     """What a rebuild wrote and found, and how it differs from the store's own files."""
     store: str
     output: Path
-    settings: RebuildSettings
+    settings: BrokerSettings
     queues: list[QueueResult]
     index_files: list[str]
     records: int
@@ -297,7 +297,7 @@ class SettingsConflict(ValueError):
 
 
 def prepare(store: str, output, options: dict | None = None, broker_conf: str | None = None,
-            allow_conflicts: bool = False) -> tuple[StoreLayout, Path, RebuildSettings]:
+            allow_conflicts: bool = False) -> tuple[StoreLayout, Path, BrokerSettings]:
     """(the store's layout, the output directory, the settings), all checked before anything is written
     (driver): one store, an output outside it, settings without conflicts unless allowed."""
     layouts = discover(store)
@@ -316,7 +316,7 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     """Rebuild ``DIR/consumequeue`` and (with messageIndexEnable) ``DIR/index`` of one store from its
     CommitLog, then compare them with the store's own. ``options``: broker setting name -> value (and
     ``rocketmqVersion``), over ``broker_conf`` (a broker.conf path), over what the store shows
-    (``rebuild.settings``)."""
+    (``rocketmq.settings``)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
     queues, index_files, records, findings = write_rebuild(layout, out, settings)
     return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
@@ -365,7 +365,7 @@ def ahead(items: Iterator, depth: int = AHEAD) -> Iterator:
         worker.join()
 
 
-def write_rebuild(layout: StoreLayout, out: Path, settings: RebuildSettings) \
+def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
         -> tuple[list[QueueResult], list[str], int, list[Finding]]:
     """Write ``out/consumequeue`` and (with an index geometry) ``out/index`` for ``layout``'s CommitLog with
     ``settings``: (queues, IndexFile names, records read, findings). Neither directory may exist yet; on

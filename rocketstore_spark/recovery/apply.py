@@ -46,14 +46,14 @@ from rocketstore_spark.codec import checkpoint as checkpoint_codec
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
 from rocketstore_spark.rebuild.output import write_rebuild
-from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
 from rocketstore_spark.recovery.plan import PLAN_VERSION, inventory, sha256
 from rocketstore_spark.recovery.report import harmful, recovery_report
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.outputs import OutputError, outside_stores
-from rocketstore_spark.verify.segments import scan_segment
+from rocketstore_spark.store.scan import scan_segment
 
 JOURNAL = "apply.json"
 CHUNK = 1 << 20
@@ -157,7 +157,7 @@ def load_plan(plan_dir: Path) -> dict:
     return plan
 
 
-def plan_settings(plan: dict, layout: StoreLayout) -> RebuildSettings:
+def plan_settings(plan: dict, layout: StoreLayout) -> BrokerSettings:
     """The broker settings the plan was made with, resolved again against the (unchanged) store."""
     s = plan["settings"]
     return resolve(layout, s["options"] or None, s["broker_conf"])
@@ -189,7 +189,7 @@ def check_store(plan: dict, plan_dir: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- staging
 
-def stage(plan: dict, staging: Path, settings: RebuildSettings, link: bool) -> dict:
+def stage(plan: dict, staging: Path, settings: BrokerSettings, link: bool) -> dict:
     """Step 2 into ``staging`` (which must not exist): what was staged."""
     store = Path(plan["store"])
     report = plan["report"]
@@ -281,7 +281,7 @@ def _checkpoint(original: dict | None, last_ms: int, index_ms: int, process_offs
     return checkpoint_codec.encode(**fields)
 
 
-def gate(plan: dict, staging: Path, settings: RebuildSettings) -> dict:
+def gate(plan: dict, staging: Path, settings: BrokerSettings) -> dict:
     """Step 3: the staged store's recovery report, or ApplyFailed saying what RocketMQ would still do."""
     options = {k: settings.values[k] for k in STORE_SETTINGS} | {"rocketmqVersion": str(settings.release)}
     doc, _ = recovery_report(str(staging), options=options, release_family=plan["settings"]["release_family"])

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from rocketstore_spark.codec.commitlog import MAX_SEGMENT_SIZE
-from rocketstore_spark.rebuild.settings import resolve
+from rocketstore_spark.lookup.export import Slice, export
 from rocketstore_spark.recovery.report import recovery_report
+from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.durable import write_json
-from rocketstore_spark.store.export import Slice, export
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 
 PLAN_VERSION = 2

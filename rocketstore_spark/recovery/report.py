@@ -1,7 +1,7 @@
 """The recovery report: what RocketMQ would do to a store on its next start, as one versioned JSON-ready
 document (driver or CLI; reads the store read-only, writes nothing).
 
-``recovery_report(path)`` runs ``recovery.simulate`` with the settings ``rebuild.settings.resolve`` gives
+``recovery_report(path)`` runs ``rocketmq.recovery`` with the settings ``rocketmq.settings.resolve`` gives
 (options > broker.conf > what the files show > RocketMQ's defaults) and returns the document; its top level
 (``DOCUMENT_VERSION`` 1):
 
@@ -31,10 +31,10 @@ from collections import Counter
 import numpy as np
 import pyarrow.compute as pc
 
-from rocketstore_spark import dispatch
-
-from rocketstore_spark.rebuild.settings import resolve
-from rocketstore_spark.recovery.simulate import FAMILIES, RecoveryReport, Simulation
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
+from rocketstore_spark.rocketmq.releases import family_named
+from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.files import read_consumer_offsets
 
@@ -48,15 +48,15 @@ def _iso(ms) -> str | None:
 def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
                     release_family: str | None = None) -> tuple[dict, RecoveryReport]:
     """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
-    settings and ``rocketmqVersion``; ``release_family``: one of ``simulate.FAMILIES`` (overrides the
+    settings and ``rocketmqVersion``; ``release_family``: one of ``rocketmq.releases.FAMILY_NAMES`` (overrides the
     release's family)."""
     layouts = discover(path)
     if len(layouts) != 1:
         raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
     layout = layouts[0]
     settings = resolve(layout, options, broker_conf)
-    if release_family is not None and release_family not in FAMILIES:
-        raise ValueError(f"release family {release_family!r}: expected one of {', '.join(FAMILIES)}")
+    if release_family is not None:
+        family_named(release_family)            # a ValueError naming the choices before anything is read
     sim = Simulation(layout, settings, release_family)
     r = sim.run()
     root = str(layout.files.root or layout.files.commitlog_dir.parent)

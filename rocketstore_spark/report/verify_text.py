@@ -18,7 +18,7 @@ def _time(ms: int | None) -> str | None:
 
 
 def render_store(rep) -> str:
-    """One ``spark_verify.StoreReport`` as text."""
+    """One ``spark.verify.StoreReport`` as text."""
     s = rep.settings
     out = [f"Store {rep.store}",
            f"  RocketMQ {s.release_label} ({s.sources.get('rocketmqVersion', '')})",

@@ -1,6 +1,7 @@
 """Reading ConsumeQueue directories read-only (wherever called: Spark worker, CLI, tests)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -41,3 +42,15 @@ def read_queue(queue_dir: str) -> Iterator[QueueChunk]:
                 if n < CHUNK_ENTRIES:          # the end of the written entries, or of the file
                     break
                 position += len(data)
+
+
+def unreadable_queue_file(path: str, cq_offset: int) -> tuple[str, str] | None:
+    """(check id, why) for a ConsumeQueue file no reader should read (its name or size is beyond anything RocketMQ
+    writes: reading it has no bound), else None."""
+    size = os.path.getsize(path)
+    if cq_offset + size >= 2**63:                          # queue offsets there would overflow int64
+        return "consumequeue.file_gap", f"name {cq_offset} is beyond any queue byte offset (int64): the file is not read"
+    if size > consumequeue.MAX_FILE_SIZE:                  # a sparse or foreign file: reading it has no bound
+        return "consumequeue.file_size", (f"{size} bytes: larger than any ConsumeQueue file RocketMQ writes (its "
+                                          f"size is a Java int): the file is not read")
+    return None

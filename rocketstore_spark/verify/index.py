@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
-from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.findings import Finding, capped, finding
+from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import IndexFileView
 from rocketstore_spark.store.segment_reader import SegmentReader
-from rocketstore_spark.verify.capped import capped
 from rocketstore_spark.verify.queues import LogBounds
 
 
@@ -146,7 +145,7 @@ def _reachable(heads, prev, n):
     return seen
 
 
-def covered_keys(layout: StoreLayout, release: dispatch.Release, delay_levels: str, begin: int, end: int | None
+def covered_keys(layout: StoreLayout, release: Release, delay_levels: str, begin: int, end: int | None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(key hash, physical offset, store time in ms) of every key RocketMQ puts for the records from physical
     offset ``begin`` to ``end`` inclusive (None: to the end of the log), in put order."""
@@ -219,7 +218,7 @@ def _pair_keys(hash_a, phy_a, hash_b, phy_b) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_geometry: indexfile.Geometry,
-                     release: dispatch.Release, delay_levels: str, log: LogBounds, newest: bool,
+                     release: Release, delay_levels: str, log: LogBounds, newest: bool,
                      previous_end: int | None = None) -> IndexVerdict:
     """Verify one IndexFile (geometry known) against the CommitLog of ``layout``; ``log``: its first physical
     offset (entries below it point at expired segments and are not checked) and data end; ``newest``: the

@@ -14,10 +14,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time, store_timestamp_at
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import (read_consumer_offsets, read_delay_offsets, read_subscription_groups,
-                                          read_topics)
-from rocketstore_spark.store.lookup import QueueFiles, offset_by_time, store_timestamp_at
+                                           read_topics)
 
 STATUSES = ("in_range", "caught_up", "below_min", "beyond_max", "unknown_queue")
 

@@ -1,7 +1,7 @@
 """Verifying one ConsumeQueue against the CommitLog records of its topic-queue (one Spark task per queue, or
 in-process; reads the queue's files read-only).
 
-What RocketMQ's dispatch writes for these records (``rebuild.consumequeue.place``, the same rules the rebuild
+What RocketMQ's dispatch writes for these records (``rocketmq.consumequeue.place``, the same rules the rebuild
 uses) is compared entry by entry, by queue offset, with what the files hold:
 
 * an entry that differs from the dispatched one: ``consumequeue.entry_mismatch`` (or ``entry_past_end``
@@ -30,10 +30,10 @@ import numpy as np
 
 from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE, EXT_ADDRESS_MAX
-from rocketstore_spark.findings import Finding, finding
-from rocketstore_spark.rebuild import consumequeue as cq
+from rocketstore_spark.findings import Finding, capped, finding
+from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.store.layout import StoreMap
-from rocketstore_spark.verify.capped import capped
+from rocketstore_spark.store.queues import unreadable_queue_file
 
 Locate = Callable[[int], tuple[str, int]]        # physical offset -> (segment file, position in it)
 
@@ -70,24 +70,13 @@ class _Entries:
     names: list[str]
 
 
-def _not_read(path: str, cq_offset: int) -> tuple[str, str] | None:
-    """(check, why) for a queue file that is not read, else None."""
-    size = os.path.getsize(path)
-    if cq_offset + size >= 2**63:                          # queue offsets there would overflow int64
-        return "consumequeue.file_gap", f"name {cq_offset} is beyond any queue byte offset (int64): the file is not read"
-    if size > consumequeue.MAX_FILE_SIZE:                  # a sparse or foreign file: reading it has no bound
-        return "consumequeue.file_size", (f"{size} bytes: larger than any ConsumeQueue file RocketMQ writes (its "
-                                          f"size is a Java int): the file is not read")
-    return None
-
-
 def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, int, int]]]:
-    """The entries of every file of the queue that is read (``_not_read``), and (relative name, queue byte offset,
+    """The entries of every file of the queue that is read (``store.queues.unreadable_queue_file``), and (relative name, queue byte offset,
     size) of each of them."""
     files, raws, qos, idx, pos = [], [], [], [], []
     for path, cq_offset in StoreMap.queue_files(queue_dir):
         k = len(files)
-        if _not_read(path, cq_offset):
+        if unreadable_queue_file(path, cq_offset):
             continue
         with open(path, "rb") as f:
             data = f.read()
@@ -104,53 +93,16 @@ def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, 
                     [f[0] for f in files]), files
 
 
-def rocketmq_bounds(files: list, read: Callable[[int], np.ndarray], log_min: int,
-                    expired_min_is_max: bool = True) -> tuple[int, int]:
-    """(min offset, max offset) of a queue as RocketMQ computes them when it loads it: ``recover`` walks from
-    the third-last file and ends the queue at the first invalid entry (a full valid file moves on to the
-    next); ``correctMinOffset`` takes the first entry pointing at or above the CommitLog's minimum, looking
-    from the first file on. When every entry points below it (all expired), 5.x puts the min at the max
-    (golden 5.5.1 ``consumer-offsets``), 4.9.x leaves it at 0 (``expired_min_is_max=False``). ``files``: the
-    queue's files in order, each with its queue byte offset second; ``read(k)``: the entries of file k (only
-    the files needed are read)."""
-    if not files:
-        return 0, 0
-    max_offset = 0
-    for k in range(max(0, len(files) - 3), len(files)):
-        raw = read(k)
-        n = consumequeue.written_count(raw)
-        max_offset = (files[k][1] + n * ENTRY_SIZE) // ENTRY_SIZE
-        if n < len(raw) or not len(raw):
-            break
-    for k, f in enumerate(files):
-        raw = read(k)
-        hit = np.flatnonzero(raw["commit_log_offset"][:consumequeue.written_count(raw)] >= log_min)
-        if len(hit):
-            return f[1] // ENTRY_SIZE + int(hit[0]), max_offset
-    return (max_offset if expired_min_is_max else 0), max_offset
-
-
-def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) -> tuple[int, int]:
-    """``rocketmq_bounds`` of the queue in ``queue_dir``, reading only the files it needs."""
-    files = [(p, o) for p, o in StoreMap.queue_files(queue_dir)]
-
-    def read(k: int) -> np.ndarray:
-        if _not_read(*files[k]):                   # no entries in a file RocketMQ could not have written
-            return consumequeue.decode_entries(b"")
-        with open(files[k][0], "rb") as f:
-            return consumequeue.decode_entries(f.read())
-    return rocketmq_bounds(files, read, log_min, expired_min_is_max)
-
-
 def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, records: dict[str, np.ndarray],
-                log: LogBounds, file_size: int, locate: Locate, release_5x: bool = True,
+                log: LogBounds, file_size: int, locate: Locate, expired_min_is_max: bool = True,
                 consume_queue_ext: bool = False) -> QueueVerdict:
     """Verify one queue. ``records``: the queue's records that get a ConsumeQueue entry, ascending physical
     offset — numpy arrays ``queue_offset``, ``physical_offset``, ``size``, ``tags_code``; ``queue_dir``: its
     directory (None: the store has none); ``root``: the store root file names are reported relative to;
-    ``locate``: the segment file and position of a physical offset; ``release_5x``: bounds as 5.x computes
-    them (``rocketmq_bounds``); ``consume_queue_ext``: the store has ``consumequeue_ext/`` (enableConsumeQueueExt),
-    so a tagsCode at or below EXT_ADDRESS_MAX is an address there, not compared."""
+    ``locate``: the segment file and position of a physical offset; ``expired_min_is_max``: the release's rule
+    for a queue whose every entry is expired (``rocketmq.consumequeue.rocketmq_bounds``); ``consume_queue_ext``:
+    the store has ``consumequeue_ext/`` (enableConsumeQueueExt), so a tagsCode at or below EXT_ADDRESS_MAX is an
+    address there, not compared."""
     v = QueueVerdict(topic, queue_id)
     out = v.findings
     qo, phy, size, tags = (np.asarray(records[c], np.int64) for c in ("queue_offset", "physical_offset", "size",
@@ -168,11 +120,11 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     entries, files = _read_entries(queue_dir, root) if queue_dir is not None else _no_entries()
     v.files = len(files)
     listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
-    out += _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p), _not_read(p, o))
+    out += _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p), unreadable_queue_file(p, o))
                                             for p, o in listed], file_size)
     raws = [entries.raw[entries.file == k] for k in range(len(files))]
-    v.min_offset, v.max_offset = rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
-                                                 release_5x)
+    v.min_offset, v.max_offset = cq.rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
+                                                 expired_min_is_max)
 
     valid = consumequeue.valid_mask(entries.raw)
     last = int(np.flatnonzero(valid)[-1]) if valid.any() else -1
@@ -258,7 +210,7 @@ def _no_entries() -> tuple[_Entries, list]:
 
 def _file_findings(topic: str, queue_id: int, files: list[tuple[str, int, int, tuple | None]], file_size: int
                    ) -> list[Finding]:
-    """Sizes and names of every file of a queue: (relative name, queue byte offset, size, ``_not_read``)."""
+    """Sizes and names of every file of a queue: (relative name, queue byte offset, size, ``store.queues.unreadable_queue_file``)."""
     out = []
     for k, (name, cq_offset, size, skipped) in enumerate(files):
         if skipped and skipped[0] == "consumequeue.file_gap":      # a name beyond int64: that is all it gets

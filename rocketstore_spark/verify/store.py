@@ -1,15 +1,15 @@
-"""Verifying a whole store in-process (CLI, notebooks, tests; ``spark_verify`` runs the same units as Spark
+"""Verifying a whole store in-process (CLI, notebooks, tests; ``spark.verify`` runs the same units as Spark
 tasks over many stores).
 
 The units, each in its own module: every CommitLog segment scanned with BODYCRC and store-time checks
-(``verify.segments``), every queue against its records (``verify.queues``), every IndexFile against the
+(``store.scan``), every queue against its records (``verify.queues``), every IndexFile against the
 records it covers (``verify.index``), the checkpoint, abort and lock files (``verify.state``), and the
 committed consumer offsets against the queues' bounds (``verify.offsets``). Settings (ConsumeQueue file
-size, IndexFile geometry, release family, delay levels) come from ``rebuild.settings.resolve``: options >
+size, IndexFile geometry, release family, delay levels) come from ``rocketmq.settings.resolve``: options >
 broker.conf > what the files show > RocketMQ's defaults.
 
 Findings name files relative to the store root. Memory: one segment window while scanning; the CommitLog is
-then dispatched once (``rebuild.spill.scan_range``, the rebuild's compiled dispatch) into spill files by
+then dispatched once (``store.spill.scan_range``, the rebuild's compiled dispatch) into spill files by
 queue group — 36 bytes a queued message, in a temporary directory (``work_dir``, default the system's; never
 under the store) — and checked one queue group at a time (a group holds the queues of about 1 GiB of
 CommitLog, at most 128 groups), then one IndexFile at a time: memory follows the largest queue group, not
@@ -27,27 +27,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.findings import Finding
-from rocketstore_spark.rebuild.spill import ENTRY_SPILL, entries_path, scan_range
-from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+from rocketstore_spark.store.scan import SegmentSummary, scan_segment
+from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, scan_range
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
-from rocketstore_spark.verify.segments import SegmentSummary, scan_segment
 from rocketstore_spark.verify.state import LogState, check_state
 
 
 @dataclass
 class StoreVerdict:
     store: str
-    settings: RebuildSettings
+    settings: BrokerSettings
     log: LogBounds
     segments: list[tuple[str, SegmentSummary]]          # (segment file name, scan)
     queues: list[QueueVerdict]
@@ -94,30 +92,11 @@ def log_bounds(layout: StoreLayout, scans: list[tuple[int, SegmentSummary]]) -> 
     return LogBounds(first, max(ends, default=first))
 
 
-def index_views(layout: StoreLayout, settings: RebuildSettings) -> list[IndexFileView]:
+def index_views(layout: StoreLayout, settings: BrokerSettings) -> list[IndexFileView]:
     """The store's IndexFiles with the geometry the settings give (those that do not fit stay without one)."""
     if settings.geometry is None:
         return []
     return [read_index_file(str(p), settings.geometry.hash_slot_num) for p in layout.files.index_files()]
-
-
-def split_queues(records: pa.Table):
-    """(topic, queue id, numpy columns) of each queue's records in a table that get an entry, in CommitLog
-    order (a window of records already in memory; ``queued_records`` does a whole store)."""
-    queued = dispatch.queue_entries(records)
-    if not queued.num_rows:
-        return
-    topics = pc.dictionary_encode(queued["topic"]).combine_chunks()
-    key = dispatch.queue_keys(topics.indices.to_numpy(), queued["queue_id"].to_numpy())
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    cols = {c: queued[c].to_numpy()[order] for c in ("queue_offset", "physical_offset", "size", "tags_code")
-            if c in queued.column_names}
-    names = topics.dictionary.to_pylist()
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-        topic, queue_id = dispatch.queue_of(key[start])
-        yield names[topic], queue_id, {c: v[start:stop] for c, v in cols.items()}
 
 
 QUEUE_GROUP_BYTES = 1 << 30        # CommitLog bytes per queue group: bounds the queued records held at once
@@ -125,7 +104,7 @@ MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLo
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
 
 
-def queued_records(layout: StoreLayout, settings: RebuildSettings, work_dir: str | None = None):
+def queued_records(layout: StoreLayout, settings: BrokerSettings, work_dir: str | None = None):
     """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
     queue group at a time (wherever verify runs): the CommitLog is read once through the compiled dispatch
     into spill files under a temporary directory in ``work_dir``, removed when the generator ends or is
@@ -172,7 +151,7 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     directory)."""
     layouts = discover(path)
     if len(layouts) != 1:
-        raise ValueError(f"{path}: names {len(layouts)} stores; verify_store takes one (spark_verify takes many)")
+        raise ValueError(f"{path}: names {len(layouts)} stores; verify_store takes one (spark.verify takes many)")
     layout = layouts[0]
     root = store_root(layout)
     settings = resolve(layout, options, broker_conf)
@@ -194,13 +173,13 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         for topic, queue_id, cols in records:
             seen.add((topic, queue_id))
             queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
-                                      settings.consume_queue_file_size, locate, settings.release.version >= (5, 0, 0),
+                                      settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
                                       has_consume_queue_ext(layout)))
     empty = {c: np.zeros(0, np.int64) for c in ("queue_offset", "physical_offset", "size", "tags_code")}
     for (topic, queue_id), d in dirs.items():
         if (topic, queue_id) not in seen:
             queues.append(check_queue(topic, queue_id, d, root, empty, log, settings.consume_queue_file_size,
-                                      locate, settings.release.version >= (5, 0, 0),
+                                      locate, settings.release.expired_min_is_max,
                                   has_consume_queue_ext(layout)))
     queues.sort(key=lambda q: (q.topic, q.queue_id))
 

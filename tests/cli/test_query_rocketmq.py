@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketstore_spark import query
+from rocketstore_spark.lookup import query
 from rocketstore_spark.store.discovery import discover
 from tests.golden import serve_check
 from tests.golden.goldens import all_goldens

@@ -241,7 +241,7 @@ def test_crc32_uses_libdeflate():
 
 def test_an_empty_body_has_no_crc_check(tmp_path):
     """RocketMQ verifies BODYCRC only for a non-empty body: whatever an empty body's stored CRC, it passes."""
-    from rocketstore_spark.verify.segments import scan_segment
+    from rocketstore_spark.store.scan import scan_segment
     write_store(tmp_path, [Message(topic="T", body=b"", body_crc=12345), Message(topic="T", body=b"x", body_crc=7)])
     table, _ = read_table(tmp_path, columns=("body_crc_ok",))
     assert table.column("body_crc_ok").to_pylist() == [True, False]

@@ -9,11 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.codec import dispatch_kernel as kernel
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.encode import Message
 from rocketstore_spark.codec.javahash import index_hash
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.store.segment_reader import SegmentReader
 from tests.builders import write_store
 
@@ -74,7 +75,7 @@ def test_both_apis_put_javas_keys_in_order(tmp_path, index_tags):
     assert topics == [m.topic for m in msgs]
 
     table = pa.Table.from_batches([d.batch for d in SegmentReader(path, 0, RecordDecoder(dispatch.DISPATCH_COLUMNS))])
-    keys = dispatch.index_keys(table, dispatch.Release((5, 5, 0) if index_tags else (5, 3, 0)))
+    keys = dispatch.index_keys(table, Release((5, 5, 0) if index_tags else (5, 3, 0)))
     assert list(zip(keys["key_hash"].to_pylist(), keys["physical_offset"].to_pylist(),
                     keys["store_timestamp"].to_pylist())) == want
 

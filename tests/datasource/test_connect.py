@@ -30,7 +30,7 @@ import hashlib, json, sys
 from pyspark.sql import functions as F
 from rocketstore_spark.datasource import is_connect
 from rocketstore_spark.datasource.commitlog import pushdown_is_scan_scoped
-from rocketstore_spark.session import get_spark
+from rocketstore_spark.spark.session import get_spark
 
 paths = json.loads(sys.argv[1])
 spark = get_spark("rocketstore-connect-test", remote="local[2]", delta=False)
@@ -56,7 +56,7 @@ cp = read("rocketmq_checkpoint").load(paths["clean"]).select(
 out["checkpoint"] = [r.asDict() for r in cp]
 out["consumer_offsets"] = [[r.topic, r.consumer_group, r.queue_id, r.consumer_offset]
                            for r in read("rocketmq_consumer_offsets").load(paths["offsets"]).collect()]
-from rocketstore_spark.spark_rebuild import rebuild
+from rocketstore_spark.spark.rebuild import rebuild
 rebuilt = rebuild(spark, paths["clean"], paths["rebuild"])
 out["rebuild"] = {"statuses": sorted({d.status for d in rebuilt.differences}), "findings": rebuilt.findings,
                   "queues": len(rebuilt.queues)}

@@ -60,7 +60,7 @@ from rocketstore_spark.store.indexes import iter_entries, read_index_file  # noq
 from rocketstore_spark.store.layout import StoreMap  # noqa: E402
 from rocketstore_spark.store.queues import read_queue  # noqa: E402
 from rocketstore_spark.store.records import read_table  # noqa: E402
-from rocketstore_spark.verify.segments import scan_segment  # noqa: E402
+from rocketstore_spark.store.scan import scan_segment  # noqa: E402
 from rocketstore_spark.verify.store import verify_store  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "rocketmq-5.5.1" / "clean" / "store"

@@ -206,7 +206,7 @@ def installed(venv, cluster, tmp_path_factory) -> Venv:
         if target.parent.parent.is_dir():
             target.parent.mkdir(exist_ok=True)
             shutil.copy(cached, target)
-    found = venv.run("import json, rocketstore_spark, rocketstore_spark.jars as j; "
+    found = venv.run("import json, rocketstore_spark, rocketstore_spark.spark.jars as j; "
                      "print(json.dumps([rocketstore_spark.__file__, j.POM.read_text()]))", cwd=tmp)
     assert Path(found[0]).is_relative_to(venv.site), found[0]
     assert found[1] == (ROOT / "jars" / "pom.xml").read_text()      # the pom ships as package data
@@ -222,7 +222,7 @@ def expected_topics() -> Counter:
 
 WITHOUT_JARS = """
 import json
-from rocketstore_spark.session import get_spark
+from rocketstore_spark.spark.session import get_spark
 try:
     get_spark()
     message = None
@@ -237,7 +237,7 @@ print(json.dumps([message, counts, extensions]))
 
 WITH_JARS = """
 import json
-from rocketstore_spark.session import get_spark
+from rocketstore_spark.spark.session import get_spark
 spark = get_spark(master="local[1]", conf={"spark.databricks.delta.snapshotPartitions": "1"})  # not 50 tasks
 spark.range(5).write.format("delta").save(TABLE)
 rows = sorted(r.id for r in spark.read.format("delta").load(TABLE).collect())
@@ -268,7 +268,7 @@ def test_pip_without_jars_names_the_ways_out_and_reads_without_delta(pip_runs):
     assert message == (
         "Delta Lake JARs not found in $ROCKETSTORE_JARS (not set), a checkout's jars/ (not running from one) or "
         f"the cache {pip_runs['cache']}/rocketstore-spark/jars: fetch them there with Maven by `python -m "
-        "rocketstore_spark.jars fetch`, set ROCKETSTORE_JARS to a folder holding them, or call "
+        "rocketstore_spark.spark.jars fetch`, set ROCKETSTORE_JARS to a folder holding them, or call "
         "get_spark(delta=False) for a session without Delta Lake")
     assert counts == expected_topics()
     assert extensions is None

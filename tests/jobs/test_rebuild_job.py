@@ -66,7 +66,7 @@ def test_an_output_inside_the_store_is_refused_before_spark_starts():
 def test_index_files_built_in_parallel_from_many_partitions_are_rocketmqs(spark, tmp_path):
     # 16 KiB partitions cut segments anywhere: IndexFile boundaries fall inside partitions and between the keys
     # of one record, and each file is written by its own task
-    from rocketstore_spark.spark_rebuild import rebuild
+    from rocketstore_spark.spark.rebuild import rebuild
     g = BY_ID["4.9.8/clean"]
     result = rebuild(spark, str(g.store), tmp_path / "out", split_size=16384)
     expected = g.store.parent / "expected-rebuild"
@@ -78,7 +78,7 @@ def test_index_files_built_in_parallel_from_many_partitions_are_rocketmqs(spark,
 
 def test_a_store_whose_index_fits_one_file_is_rebuilt(spark, tmp_path):
     # RocketMQ's default geometry (20,000,000 entries) holds the whole sample: one IndexFile, without a preset
-    from rocketstore_spark.spark_rebuild import rebuild
+    from rocketstore_spark.spark.rebuild import rebuild
     g = BY_ID["5.5.1/clean"]
     result = rebuild(spark, str(g.store), tmp_path / "out",
                      {"maxHashSlotNum": 5_000_000, "maxIndexNum": 20_000_000}, allow_conflicts=True)

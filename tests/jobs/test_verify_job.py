@@ -1,4 +1,4 @@
-"""jobs/verify.py and spark_verify with a real local Spark session: the distributed verify finds exactly what
+"""jobs/verify.py and spark.verify with a real local Spark session: the distributed verify finds exactly what
 the in-process one finds, on all golden stores at once; the job's report, JSON, Delta tables and reset plan."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_spark_verify_of_every_golden_at_once_equals_the_in_process_verify(spark):
-    from rocketstore_spark.spark_verify import verify
+    from rocketstore_spark.spark.verify import verify
     run = verify(spark, [str(g.store) for g in GOLDENS], split_size=64 << 10)
     assert len(run.stores) == len(GOLDENS)
     for rep, g in zip(run.stores, GOLDENS):

@@ -10,9 +10,9 @@ import pytest
 
 from rocketstore_spark.codec.encode import Message
 from rocketstore_spark.codec.indexfile import Geometry
-from rocketstore_spark.rebuild import consumequeue as cq
 from rocketstore_spark.rebuild.output import OutputError, rebuild_store
-from rocketstore_spark.rebuild.settings import resolve
+from rocketstore_spark.rocketmq import consumequeue as cq
+from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import discover
 from tests.builders import write_store
 from tests.golden.goldens import all_goldens

@@ -1,14 +1,15 @@
-"""The parallel rebuild's tasks without Spark (rebuild.spill): the CommitLog scanned in many small ranges,
+"""The parallel rebuild's tasks without Spark (store.spill): the CommitLog scanned in many small ranges,
 queues written by group and IndexFiles one by one from the spill files give RocketMQ's own files."""
 from __future__ import annotations
 
 import pytest
 
 from rocketstore_spark.datasource.planning import plan_partitions
-from rocketstore_spark.rebuild import spill
+from rocketstore_spark.rebuild import parallel
 from rocketstore_spark.rebuild.output import index_name
-from rocketstore_spark.rebuild.settings import resolve
-from rocketstore_spark.spark_rebuild import plan_index_files
+from rocketstore_spark.rocketmq.settings import resolve
+from rocketstore_spark.spark.rebuild import plan_index_files
+from rocketstore_spark.store import spill
 from rocketstore_spark.store.discovery import discover
 from tests.rebuild.test_rebuild import CLEAN, tree
 
@@ -30,13 +31,13 @@ def test_spilled_tasks_write_rocketmqs_files(g, split_size, groups, tmp_path):
         topics.append(names)
         task_keys.append(keys)
     for group in range(groups):
-        _, unsafe, findings = spill.write_queue_group(work, group, topics, out / "consumequeue",
+        _, unsafe, findings = parallel.write_queue_group(work, group, topics, out / "consumequeue",
                                                       settings.consume_queue_file_size)
         assert not unsafe and not findings
     previous = None
     for first, count in plan_index_files(task_keys, settings.geometry.index_num)[1]:
         name, previous = index_name(spill.key_at(work, task_keys, first)[1], previous)
-        assert spill.write_index_file(work, task_keys, out / "index", name, settings.geometry, first, count) == count
+        assert parallel.write_index_file(work, task_keys, out / "index", name, settings.geometry, first, count) == count
     expected = g.store.parent / "expected-rebuild"
     assert tree(out / "consumequeue") == tree(expected / "consumequeue")
     assert [p.read_bytes() for p in sorted((out / "index").iterdir())] == \

@@ -158,6 +158,7 @@ def _read(path, lanes, start=0, end=None):
 
 def test_lanes_walk_takes_the_fast_path_and_agrees_with_the_plain_walk(lane_store):
     import numpy as np
+
     from rocketstore_spark.codec import commitlog
     tmp, placed = lane_store
     path = str(tmp / "commitlog" / f"{0:020d}")
@@ -227,7 +228,7 @@ def test_records_after_a_zero_fill_or_blank_in_the_middle_are_read_and_reported(
 
 
 def test_segment_rocketmq_ends_where_its_walk_stops(tmp_path):
-    from rocketstore_spark.verify.segments import scan_segment
+    from rocketstore_spark.store.scan import scan_segment
     placed = make_store(tmp_path, n=30)
     path, pos = patch(tmp_path, placed[10][0], bytes(8))
     s = scan_segment(path, 0)

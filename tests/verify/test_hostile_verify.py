@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-
-from rocketstore_spark import dispatch
 from rocketstore_spark.recovery.report import harmful, recovery_report
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.dispatch import split_queues
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.verify.offsets import check_offsets, reset_plan
-from rocketstore_spark.verify.store import split_queues, verify_store
+from rocketstore_spark.verify.store import verify_store
 from tests.golden.goldens import all_goldens
 
 BY_ID = {g.id: g for g in all_goldens()}
@@ -108,7 +108,7 @@ def test_files_larger_than_rocketmq_writes_are_findings_and_never_read(tmp_path)
     naming its size (the file sizes are Java ints: RocketMQ writes no such file), nothing reads them whole
     (verify, the recovery report, the rebuild's diff, queue bounds), and the next queue file is no gap."""
     from rocketstore_spark.rebuild.output import rebuild_store
-    from rocketstore_spark.verify.queues import queue_bounds
+    from rocketstore_spark.rocketmq.consumequeue import queue_bounds
     store = copy(BY_ID["5.5.1/clean"], tmp_path)
     queue = next(d for d in sorted((store / "consumequeue").glob("*/*")) if len(list(d.iterdir())) == 1)
     first = next(queue.iterdir())

@@ -1,8 +1,9 @@
 """scan_segment's record checks beyond structure and BODYCRC: the 5.x __CRC32# property and store times."""
 from __future__ import annotations
 
+from rocketstore_spark.codec.audit import EARLIEST_PLAUSIBLE_MS
 from rocketstore_spark.codec.encode import Message, SegmentWriter
-from rocketstore_spark.verify.segments import EARLIEST_PLAUSIBLE_MS, scan_segment
+from rocketstore_spark.store.scan import scan_segment
 from tests.builders import write_segments
 
 

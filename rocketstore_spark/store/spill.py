@@ -1,35 +1,28 @@
-"""The parallel rebuild's work, split in two kinds of task that meet through spill files (the Spark job,
-``spark_rebuild``, runs them on executors; nothing here imports Spark).
+"""Spill files: the CommitLog read once through the compiled dispatch, its ConsumeQueue entries and IndexFile
+keys written to fixed-width files that the rebuild (``rebuild.parallel``, the Spark job ``spark.rebuild``) and
+verify (``verify.store.queued_records``) both read back. Nothing here imports Spark; runs on the driver, an
+executor or the CLI.
 
-1. ``scan_range``: one range of the CommitLog (``datasource.planning`` ranges, in CommitLog order) read once
-   through the compiled dispatch (``codec.dispatch_kernel.DispatchDecoder``). Its ConsumeQueue entries are
-   appended to one spill file per queue group (``queue_group``: a queue always falls in the same group,
-   whichever task sees it), its IndexFile keys, in put order, to one keys file. Memory: one window.
-2. ``write_queue_group`` reads one group's spill files of every scan task in CommitLog order and writes its
-   queues (``rebuild.output.ConsumeQueueWriter``, the in-process rebuild's writer); ``write_index_file`` reads
-   the ``count`` keys from global rank ``first`` on (keys are fixed-width records: a file's keys are found by
-   seeking, whichever scan task put them) and writes one IndexFile, its header pre-set from the key before.
+``scan_range``: one range of the CommitLog (``datasource.planning`` ranges, in CommitLog order) read once
+through ``codec.dispatch_kernel.DispatchDecoder``. Its ConsumeQueue entries are appended to one spill file
+per queue group (``queue_group``: a queue always falls in the same group, whichever task sees it), its
+IndexFile keys, in put order, to one keys file. Memory: one window. ``read_spill`` reads a spill file back a
+bounded number of rows at a time; ``key_at`` finds a key by its global rank (keys are fixed-width records: a
+file's keys are found by seeking, whichever scan task put them).
 
-So the CommitLog is read once, no per-record rows go through Spark, and every output file is written by one
-task, under a temporary name, fsynced and renamed (``rebuild.output``). Spill files live in
-``DIR/.rebuild-spill`` (the output directory is already shared by every executor) and are removed by the
-driver when the job ends.
+Spill files live in a work directory the caller owns (the rebuild's ``DIR/.rebuild-spill``, shared by every
+executor; verify's temporary directory) and removes when it is done.
 """
 from __future__ import annotations
 
 import contextlib
-
 import os
 from pathlib import Path
 
 import numpy as np
 
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
-from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding
-from rocketstore_spark.rebuild import indexfile as ix
-from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult, finish_index_file, open_index_file
-from rocketstore_spark.store.durable import temporary
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 SPILL_DIR = ".rebuild-spill"
@@ -107,44 +100,14 @@ def read_spill(path: Path, dtype: np.dtype, first: int = 0, count: int | None = 
             first += n
 
 
-def write_queue_group(spill: Path, group: int, topics: list[list[str]], root: Path, file_size: int
-                      ) -> tuple[list[QueueResult], list[tuple[str, int]], list[Finding]]:
-    """Write the ConsumeQueues of one queue group (executor) from its spill files of every scan task
-    (``topics[t]``: scan task t's topics): (queues written, queues skipped for an unsafe topic, findings)."""
-    findings: list[Finding] = []
-    writer = ConsumeQueueWriter(root, file_size, findings)
-    for task, names in enumerate(topics):
-        for rows in read_spill(entries_path(spill, task, group), ENTRY_SPILL):
-            writer.add_entries(names, rows["topic"], rows["queue_id"], rows["queue_offset"], rows["physical_offset"],
-                               rows["size"], rows["tags_code"])
-    writer.close()
-    return list(writer.queues.values()), writer.skipped(), findings
-
-
 def key_at(spill: Path, task_keys: list[int], rank: int) -> tuple[int, int]:
     """(physical offset, store time) of the key of global ``rank`` (driver or executor)."""
-    task, first = _locate(task_keys, rank)
+    task, first = locate(task_keys, rank)
     row = next(read_spill(keys_path(spill, task), KEY_SPILL, first, 1))[0]
     return int(row["physical_offset"]), int(row["store_timestamp"])
 
 
-def _locate(task_keys: list[int], rank: int) -> tuple[int, int]:
+def locate(task_keys: list[int], rank: int) -> tuple[int, int]:
     starts = np.concatenate([[0], np.cumsum(task_keys)])
     task = int(np.searchsorted(starts, rank, side="right")) - 1
     return task, rank - int(starts[task])
-
-
-def write_index_file(spill: Path, task_keys: list[int], root: Path, name: str, geometry: Geometry, first: int,
-                     count: int) -> int:
-    """One IndexFile (executor): the ``count`` keys from global rank ``first`` on (``task_keys``: keys per scan
-    task, in order), its header pre-set from the key before (none for the first file). Returns the keys put."""
-    tmp = temporary(root / name)
-    buf = open_index_file(tmp, geometry, key_at(spill, task_keys, first - 1) if first > 0 else None)
-    put = 0
-    task, at = _locate(task_keys, first)
-    while put < count and task < len(task_keys):
-        for rows in read_spill(keys_path(spill, task), KEY_SPILL, at, count - put):
-            put += ix.put_keys(buf, geometry, rows["key_hash"], rows["physical_offset"], rows["store_timestamp"])
-        task, at = task + 1, 0
-    finish_index_file(buf, tmp, root / name)
-    return put

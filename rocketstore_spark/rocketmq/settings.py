@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.codec import broker_conf
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.indexfile import Geometry
-from rocketstore_spark.rebuild.consumequeue import file_size_setting
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.releases import Release
+from rocketstore_spark.rocketmq.consumequeue import file_size_setting
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import iter_entries, read_index_file, store_slot_count
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -37,8 +38,8 @@ SAMPLE_ENTRIES = 4096
 
 
 @dataclass
-class RebuildSettings:
-    release: dispatch.Release
+class BrokerSettings:
+    release: Release
     consume_queue_file_size: int
     geometry: Geometry | None                # None: messageIndexEnable=false
     message_delay_level: str
@@ -51,7 +52,7 @@ class RebuildSettings:
         self.release_label = self.release_label or str(self.release)
 
 
-def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> RebuildSettings:
+def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> BrokerSettings:
     """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in
     broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored."""
     given, sources = {}, {}
@@ -96,7 +97,7 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
     version = given.get("rocketmqVersion")
     label = ""
     if version is not None:
-        release = dispatch.Release.parse(str(version))
+        release = Release.parse(str(version))
         sources["rocketmqVersion"] = sources.get("rocketmqVersion", "option")
         tags = detect_index_tags(layout, observed_slots) if observed_slots is not None else None
         if tags is not None and tags != release.index_tags:
@@ -106,27 +107,27 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
         tags = detect_index_tags(layout, observed_slots) if observed_slots is not None else None
         five = detect_5x(layout)
         if tags:
-            release, label = dispatch.Release.parse("5.4.0"), "5.4.0 or later"
+            release, label = Release.parse("5.4.0"), "5.4.0 or later"
             sources["rocketmqVersion"] = "the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later"
         elif five:
-            release = dispatch.Release.parse("5.0.0")
+            release = Release.parse("5.0.0")
             label = "5.x, before 5.4.0" if tags is not None else "5.x"
             sources["rocketmqVersion"] = (f"5.x ({five}); " + ("the IndexFiles hold no topic#T#TAGS keys: before "
                                           "5.4.0" if tags is not None else "5.4.0+ cannot be told apart: no "
                                           "IndexFile entries of tagged messages; give it"))
         elif tags is None:
-            release, label = dispatch.Release.parse(DEFAULT_RELEASE), f"{DEFAULT_RELEASE} (assumed)"
+            release, label = Release.parse(DEFAULT_RELEASE), f"{DEFAULT_RELEASE} (assumed)"
             sources["rocketmqVersion"] = (f"assumed {DEFAULT_RELEASE}: the store does not show its release "
                                           "(no IndexFile entries of tagged messages, no 5.x files); give it")
         else:
-            release, label = dispatch.Release.parse(DEFAULT_RELEASE), "4.x"
+            release, label = Release.parse(DEFAULT_RELEASE), "4.x"
             sources["rocketmqVersion"] = ("the IndexFiles hold no topic#T#TAGS keys and the store has no 5.x "
                                           "files: 4.x (dispatch as 4.9.8)")
     if not release.checked:
         sources["rocketmqVersion"] = (sources.get("rocketmqVersion", "") + f"; RocketMQ {release} is outside the "
                                       "releases these rules were read from (4.x to 5.5.1): dispatched by the "
                                       "newest rules known, unverified")
-    return RebuildSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
+    return BrokerSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
                            values["messageDelayLevel"], sources, conflicts, values, label)
 
 
@@ -192,7 +193,7 @@ def detect_index_tags(layout: StoreLayout, slots: int) -> bool | None:
     if not batches:
         return None
     records = pa.Table.from_batches(batches)
-    keys = dispatch.index_keys(records, dispatch.Release((5, 5, 0)))
+    keys = dispatch.index_keys(records, Release((5, 5, 0)))
     tagged = [(h, p) for k, h, p in zip(keys["kind"].to_pylist(), keys["key_hash"].to_pylist(),
                                         keys["physical_offset"].to_pylist())
               if k == dispatch.KIND_TAGS and lo <= p <= hi]

@@ -1,5 +1,5 @@
 """The rebuild as a Spark job (driver plans, executors write), in two stages that meet through spill files
-(``rebuild.spill``):
+(``store.spill``):
 
 1. scan: the CommitLog cut into ranges (``datasource.planning``: by default one per core), each read once by
    one task through the compiled dispatch; its ConsumeQueue entries go to spill files by queue group, its
@@ -25,10 +25,11 @@ import pyarrow as pa
 
 from rocketstore_spark.datasource import session_cores
 from rocketstore_spark.datasource.planning import plan_partitions
-from rocketstore_spark.rebuild import spill
+from rocketstore_spark.rebuild import parallel
 from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rebuild.output import index_name, prepare
-from rocketstore_spark.rebuild.settings import RebuildSettings
+from rocketstore_spark.rocketmq.settings import BrokerSettings
+from rocketstore_spark.store import spill
 
 QUEUE_SUMMARY = ("topic STRING, queue_id INT, files ARRAY<STRING>, max_offset BIGINT, written BIGINT, "
                  "skipped BIGINT, moved BIGINT, findings ARRAY<STRING>")
@@ -50,7 +51,7 @@ WRITE_ARROW = pa.schema([("kind", pa.string()), ("name", pa.string()), ("queues"
 class SparkRebuild:
     store: str
     output: Path
-    settings: RebuildSettings
+    settings: BrokerSettings
     queues: list                     # Rows of QUEUE_SUMMARY
     index_files: list[str]
     findings: list[str]
@@ -75,7 +76,7 @@ def rebuild(spark, store: str, output, options: dict | None = None, broker_conf:
     return SparkRebuild(layout.name, out, settings, queues, index_files, findings, compare(layout.files, out))
 
 
-def _run(spark, partitions, work: Path, out: Path, settings: RebuildSettings, groups: int):
+def _run(spark, partitions, work: Path, out: Path, settings: BrokerSettings, groups: int):
     """The two stages (driver): (queue rows, IndexFile names, findings rendered)."""
     from pyspark.sql import Row
     geometry, release, delay = settings.geometry, settings.release, settings.message_delay_level
@@ -109,12 +110,12 @@ def _run(spark, partitions, work: Path, out: Path, settings: RebuildSettings, gr
         for b in batches:
             for spec in b.to_pylist():
                 if spec["kind"] == "index":
-                    spill.write_index_file(Path(work_s), task_keys, Path(index_root), spec["name"], geometry,
+                    parallel.write_index_file(Path(work_s), task_keys, Path(index_root), spec["name"], geometry,
                                            spec["group_or_first"], spec["count"])
                     yield pa.RecordBatch.from_pylist([{"kind": "index", "name": spec["name"], "queues": [],
                                                        "findings": []}], schema=WRITE_ARROW)
                     continue
-                written, unsafe, found = spill.write_queue_group(Path(work_s), spec["group_or_first"], topics,
+                written, unsafe, found = parallel.write_queue_group(Path(work_s), spec["group_or_first"], topics,
                                                                  Path(cq_root), file_size)
                 rows = [(q.topic, q.queue_id, q.files, q.state.max_offset, q.state.written, q.state.skipped,
                          q.state.moved) for q in written] + [(t, qid, [], 0, 0, 0, 0) for t, qid in unsafe]

@@ -1,12 +1,12 @@
 """SparkSession helper (driver): sources registered, Delta Lake configured from local JARs.
 
-    from rocketstore_spark.session import get_spark
+    from rocketstore_spark.spark.session import get_spark
     spark = get_spark("my-audit")
 
 Under spark-submit the master and resources come from spark-submit (conf/*.properties); run directly
 (Jupyter, tests) it builds a ``local[*]`` session. Delta's JARs are handed over with ``spark.jars`` from the
 first of ``$ROCKETSTORE_JARS``, a checkout's ``jars/`` (filled by ``make setup``) and the per-user cache
-(filled once by ``python -m rocketstore_spark.jars fetch``, which runs Maven: the way after a ``pip install``);
+(filled once by ``python -m rocketstore_spark.spark.jars fetch``, which runs Maven: the way after a ``pip install``);
 nothing is downloaded at run time. ``get_spark(delta=False)`` needs none of them (no Delta Lake tables).
 """
 from __future__ import annotations
@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 from rocketstore_spark.datasource import REQUIRED_SETTINGS
-from rocketstore_spark.jars import cache_dir, checkout_jars
-
+from rocketstore_spark.spark.jars import cache_dir, checkout_jars
 
 # The one place for the Spark settings the sources rely on (conf/spark-defaults.conf holds only deployment
 # settings): Python filter pushdown, UTC timestamps, a small shuffle for store-sized aggregations.
@@ -40,7 +39,7 @@ DELTA_SETTINGS = {
 def delta_jars() -> list[str]:
     """The Delta Lake JARs for ``spark.jars``: those of the first folder holding a delta-spark JAR of
     ``$ROCKETSTORE_JARS`` (when set, the only one looked at), the checkout's ``jars/`` and the per-user cache
-    (``rocketstore_spark.jars``). Else RuntimeError, one line naming the three places and the ways out."""
+    (``rocketstore_spark.spark.jars``). Else RuntimeError, one line naming the three places and the ways out."""
     explicit = os.environ.get("ROCKETSTORE_JARS")
     checkout = checkout_jars()
     for folder in [Path(explicit)] if explicit else [d for d in (checkout, cache_dir()) if d]:
@@ -50,11 +49,11 @@ def delta_jars() -> list[str]:
     if explicit:
         looked = (f"$ROCKETSTORE_JARS={explicit} (when set, neither a checkout's jars/ nor the cache "
                   f"{cache_dir()} is looked at)")
-        command = f"python -m rocketstore_spark.jars fetch {explicit}"
+        command = f"python -m rocketstore_spark.spark.jars fetch {explicit}"
     else:
         looked = ("$ROCKETSTORE_JARS (not set), " + (f"the checkout's {checkout} (`make setup` fills it)" if checkout
                   else "a checkout's jars/ (not running from one)") + f" or the cache {cache_dir()}")
-        command = "python -m rocketstore_spark.jars fetch"
+        command = "python -m rocketstore_spark.spark.jars fetch"
     raise RuntimeError(f"Delta Lake JARs not found in {looked}: fetch them there with Maven by `{command}`, set "
                        "ROCKETSTORE_JARS to a folder holding them, or call get_spark(delta=False) for a session "
                        "without Delta Lake")

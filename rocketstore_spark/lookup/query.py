@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.consumequeue import queue_bounds
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import read_index_file, store_slot_count
-from rocketstore_spark.store.lookup import QueueFiles, offset_by_time
 from rocketstore_spark.store.segment_reader import SegmentReader
-from rocketstore_spark.verify.queues import queue_bounds
 
 COLUMNS = ("topic", "queue_id", "queue_offset", "store_timestamp", "born_timestamp", "tags", "keys", "uniq_key",
            "msg_id", "transaction_type", "body_length", "body_crc_ok", "properties", "born_host", "store_host")

@@ -9,15 +9,12 @@ columns of ``DISPATCH_COLUMNS``, any order of rows) for verify, settings detecti
 Arrow/numpy in dispatch order (ascending physical offset). Vectorised; runs wherever called (driver,
 executor, CLI).
 
-Release families differ in the keys (``Release.index_tags``): from 5.4.0 on, ``IndexService.buildIndex`` also
+Release families differ in the keys (``releases.Family.index_tags``): from 5.4.0 on, ``IndexService.buildIndex`` also
 puts ``topic#T#TAGS`` (the whole TAGS value, a multi-tag ``a||b`` as one key; not for an empty TAGS).
 Record types: NOT_TYPE and COMMIT get a ConsumeQueue entry; every type but ROLLBACK is indexed (PREPARED
 records are indexed though not queued). docs/format/rocketmq-dispatch.md has the source citations.
 """
 from __future__ import annotations
-
-import re
-from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -27,6 +24,7 @@ import pyarrow.compute as pc
 from rocketstore_spark.codec import dispatch_kernel as kernel
 from rocketstore_spark.codec.commitlog import TRANSACTION_TYPES
 from rocketstore_spark.codec.javahash import index_hash_from_java, java_hash_span
+from rocketstore_spark.rocketmq.releases import Release
 
 DISPATCH_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
                     "tags_code", "store_timestamp", "uniq_key", "keys", "tags")
@@ -35,35 +33,6 @@ UNINDEXED_TYPES = kernel.UNINDEXED_TYPES
 KEY_SEPARATOR = kernel.KEY_SEPARATOR
 TAGS_KEY_SEPARATOR = kernel.TAGS_KEY_SEPARATOR
 KIND_UNIQ_KEY, KIND_KEY, KIND_TAGS = kernel.KIND_UNIQ_KEY, kernel.KIND_KEY, kernel.KIND_TAGS
-
-
-@dataclass(frozen=True)
-class Release:
-    """What differs between RocketMQ release families for dispatch."""
-    version: tuple[int, int, int]
-
-    @classmethod
-    def parse(cls, text: str) -> "Release":
-        m = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
-        if not m:
-            raise ValueError(f"RocketMQ version {text!r}: expected X.Y.Z, e.g. 4.9.8 or 5.5.1")
-        return cls((int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
-
-    NEWEST_READ = (5, 5, 1)             # the newest release whose source these rules were checked against
-
-    @property
-    def checked(self) -> bool:
-        """Whether this release lies within the releases whose source the rules were read from (4.x to
-        5.5.1); a newer one is dispatched by the newest rules known."""
-        return (4, 0, 0) <= self.version <= self.NEWEST_READ
-
-    @property
-    def index_tags(self) -> bool:
-        """5.4.0 and later index the whole TAGS value as ``topic#T#TAGS`` (absent from 5.3.4)."""
-        return self.version >= (5, 4, 0)
-
-    def __str__(self) -> str:
-        return ".".join(map(str, self.version))
 
 
 def queue_keys(topic_indices, queue_ids) -> np.ndarray:
@@ -94,6 +63,25 @@ def queue_entries(records: pa.Table) -> pa.Table:
     if "tags_code" in queued.column_names:
         columns["tags_code"] = queued["tags_code"]
     return pa.table(columns)
+
+
+def split_queues(records: pa.Table):
+    """(topic, queue id, numpy columns) of each queue's records in a table that get an entry, in CommitLog
+    order (a window of records already in memory; ``verify.store.queued_records`` does a whole store through spill files)."""
+    queued = queue_entries(records)
+    if not queued.num_rows:
+        return
+    topics = pc.dictionary_encode(queued["topic"]).combine_chunks()
+    key = queue_keys(topics.indices.to_numpy(), queued["queue_id"].to_numpy())
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    cols = {c: queued[c].to_numpy()[order] for c in ("queue_offset", "physical_offset", "size", "tags_code")
+            if c in queued.column_names}
+    names = topics.dictionary.to_pylist()
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+        topic, queue_id = queue_of(key[start])
+        yield names[topic], queue_id, {c: v[start:stop] for c, v in cols.items()}
 
 
 def index_keys(records: pa.Table, release: Release) -> pa.Table:

@@ -17,11 +17,15 @@ batches (``place_many``: many queues at once, from a table of their states); wri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numba
 import numpy as np
 
+from rocketstore_spark.codec import consumequeue as cq_codec
 from rocketstore_spark.codec.consumequeue import ENTRY_DTYPE, ENTRY_SIZE, FILLER_SIZE
+from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.queues import unreadable_queue_file
 
 DEFAULT_FILE_SIZE = 300_000 * ENTRY_SIZE
 
@@ -157,3 +161,43 @@ def _place(states, queue, queue_offset, physical_offset, size, file_size):
         state[WRITTEN] += 1
         state[MAX_PHYSICAL] = physical_offset[i] + size[i]
     return slots
+
+
+# ------------------------------------------------------------------------- a queue's bounds after load
+
+def rocketmq_bounds(files: list, read: Callable[[int], np.ndarray], log_min: int,
+                    expired_min_is_max: bool = True) -> tuple[int, int]:
+    """(min offset, max offset) of a queue as RocketMQ computes them when it loads it: ``recover`` walks from
+    the third-last file and ends the queue at the first invalid entry (a full valid file moves on to the
+    next); ``correctMinOffset`` takes the first entry pointing at or above the CommitLog's minimum, looking
+    from the first file on. When every entry points below it (all expired), 5.x puts the min at the max
+    (golden 5.5.1 ``consumer-offsets``), 4.9.x leaves it at 0 (``expired_min_is_max=False``). ``files``: the
+    queue's files in order, each with its queue byte offset second; ``read(k)``: the entries of file k (only
+    the files needed are read)."""
+    if not files:
+        return 0, 0
+    max_offset = 0
+    for k in range(max(0, len(files) - 3), len(files)):
+        raw = read(k)
+        n = cq_codec.written_count(raw)
+        max_offset = (files[k][1] + n * ENTRY_SIZE) // ENTRY_SIZE
+        if n < len(raw) or not len(raw):
+            break
+    for k, f in enumerate(files):
+        raw = read(k)
+        hit = np.flatnonzero(raw["commit_log_offset"][:cq_codec.written_count(raw)] >= log_min)
+        if len(hit):
+            return f[1] // ENTRY_SIZE + int(hit[0]), max_offset
+    return (max_offset if expired_min_is_max else 0), max_offset
+
+
+def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) -> tuple[int, int]:
+    """``rocketmq_bounds`` of the queue in ``queue_dir``, reading only the files it needs."""
+    files = [(p, o) for p, o in StoreMap.queue_files(queue_dir)]
+
+    def read(k: int) -> np.ndarray:
+        if unreadable_queue_file(*files[k]):                   # no entries in a file RocketMQ could not have written
+            return cq_codec.decode_entries(b"")
+        with open(files[k][0], "rb") as f:
+            return cq_codec.decode_entries(f.read())
+    return rocketmq_bounds(files, read, log_min, expired_min_is_max)

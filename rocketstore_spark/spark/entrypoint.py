@@ -19,7 +19,7 @@ def run(prog: str, main, check, argv: list[str], delta: bool = True) -> None:
     debug = "--debug" in argv or os.environ.get("ROCKETSTORE_DEBUG") == "1"
     argv = [a for a in argv if a != "--debug"]
     check(argv)
-    from rocketstore_spark.session import get_spark
+    from rocketstore_spark.spark.session import get_spark
     session = get_spark(prog, delta=delta)
     try:
         code = main(session, argv)

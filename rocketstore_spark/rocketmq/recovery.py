@@ -13,7 +13,7 @@ The model is docs/format/recovery.md, checked against RocketMQ's real recovery o
    (when ``maxCQ`` reaches it), and after a crash IndexFiles newer than the checkpoint deleted;
 4. dispatch: after a crash (and, per family, on a normal start) records are dispatched again from the
    start segment (4.9.x normal: from ``maxCQ`` at start()), so lagging queues grow back —
-   ``rebuild.consumequeue.place``, the same placement the rebuild and verify use.
+   ``rocketmq.consumequeue.place``, the same placement the rebuild and verify use.
 
 What is lost: every valid, CRC-correct record at or after ``process_offset``, and consumer offsets that
 then point past their queue's end.
@@ -28,39 +28,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.codec import consumequeue
-from rocketstore_spark.codec.commitlog import MAGIC_V1, MAGIC_V2, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH, \
-    POS_SYS_FLAG, Stop, SysFlag
+from rocketstore_spark.codec.commitlog import (MAGIC_V1, MAGIC_V2, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH,
+                                               POS_SYS_FLAG, Stop, SysFlag)
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.decoder import RecordDecoder
-from rocketstore_spark.rebuild import consumequeue as cq
-from rocketstore_spark.rebuild.settings import RebuildSettings
+from rocketstore_spark.rocketmq import consumequeue as cq
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.releases import CrashStart, Family, NormalDispatch, NormalStart, family_named
+from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
 from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
-from rocketstore_spark.verify.segments import SegmentSummary, scan_segment
-from rocketstore_spark.verify.store import split_queues
 
-FAMILIES = ("4.9.x", "5.0-5.3.1", "5.3.2-5.3.x", "5.5.x")
 RECOVER_MAX_SEGMENTS = 10          # 5.5.x commitLogRecoverMaxNum: the default, and what a value <= 0 means
 SCAN_THREADS = 2                   # segments scanned at once (CRC and walk release the GIL)
 CHUNK_ROWS = 1 << 20               # records dispatched at once (their dispatch columns: ~50 MB)
-
-
-def family(release: dispatch.Release) -> str:
-    """The recovery family of a release (docs/format/recovery.md "Version differences"); 5.4.x, whose source
-    was not read, is taken as 5.5.x."""
-    v = release.version
-    if v < (5, 0, 0):
-        return "4.9.x"
-    if v <= (5, 3, 1):
-        return "5.0-5.3.1"
-    if v < (5, 4, 0):
-        return "5.3.2-5.3.x"
-    return "5.5.x"
 
 
 @dataclass
@@ -178,11 +164,9 @@ class Walk:
 class Simulation:
     """One store's simulated restart (``run``), for a release family and broker settings."""
 
-    def __init__(self, layout: StoreLayout, settings: RebuildSettings, release_family: str | None = None):
+    def __init__(self, layout: StoreLayout, settings: BrokerSettings, release_family: str | None = None):
         self.layout, self.settings = layout, settings
-        self.family = release_family or family(settings.release)
-        if self.family not in FAMILIES:
-            raise ValueError(f"release family {self.family!r}: expected one of {', '.join(FAMILIES)}")
+        self.family: Family = family_named(release_family) if release_family else settings.release.family
         self.check_crc = bool(settings.values.get("checkCRCOnRecover", True))
         # 5.5.x CommitLog.recoverNormally/recoverAbnormally: maxRecoverNum = getCommitLogRecoverMaxNum(), 10 if <= 0
         self.recover_max = int(settings.values.get("commitLogRecoverMaxNum", RECOVER_MAX_SEGMENTS))
@@ -233,7 +217,7 @@ class Simulation:
         cp = self.checkpoint
         if not self.abnormal:
             return self.normal_start(n, max_cq)
-        if self.family == "5.5.x":
+        if self.family.crash_start == CrashStart.LOGICS_PHYSICAL_OFFSET:
             if cp["logics_physical_offset"] > 0:
                 bound = cp["logics_physical_offset"]
                 return self._search(n, lambda c: c.first_valid and c.first_physical_offset is not None
@@ -256,9 +240,10 @@ class Simulation:
         """(index of the segment a clean start walks from, why), over the first ``n`` segments; ``end``: the
         log was cut there (a segment starting at or after it holds no first record; cuts fall on record
         boundaries)."""
-        if self.family in ("4.9.x", "5.0-5.3.1"):
+        rule = self.family.normal_start
+        if rule == NormalStart.THIRD_LAST:
             return max(0, n - 3), "normal start: the third-last segment (or the first)"
-        if self.family == "5.3.2-5.3.x":
+        if rule == NormalStart.LAST_BELOW_MAX_CQ:
             ok = [k for k in range(n) if self.layout.segments[k].base_offset <= max_cq]
             return (ok[-1] if ok else 0), f"normal start: the last segment whose base offset <= maxCQ {max_cq}"
         index_ts = self.checkpoint["index_msg_timestamp"]
@@ -350,7 +335,7 @@ class Simulation:
         files, segs = self.layout.files, self.layout.segments
         queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] if files.root is not None else []
         max_cq = max((q.max_physical for q in queues), default=-1)
-        report = RecoveryReport(self.family, "abnormal" if self.abnormal else "normal", self.checkpoint,
+        report = RecoveryReport(self.family.name, "abnormal" if self.abnormal else "normal", self.checkpoint,
                                 max_cq, queues)
         if not segs:
             report.shutdown_reason = "no CommitLog segment: every ConsumeQueue would be destroyed"
@@ -368,7 +353,8 @@ class Simulation:
                     report.index_files_deleted.append(f"index/{p.name}")
         log_min = segs[0].base_offset
         file_size = self.settings.consume_queue_file_size
-        if self.abnormal or self.family in ("5.3.2-5.3.x", "5.5.x"):
+        dispatch_rule = self.family.normal_dispatch
+        if self.abnormal or dispatch_rule == NormalDispatch.DURING_WALK:
             # the walk dispatches as it goes (a crash: from the start segment; 5.3.2+ normal: beyond maxCQ),
             # then the queues are cut at process_offset: a queue that took entries holds only offsets below it
             lo = segs[start].base_offset if self.abnormal else max(max_cq, log_min, segs[start].base_offset)
@@ -384,7 +370,7 @@ class Simulation:
                 for q in queues:
                     truncate_queue(q, po, file_size)
             after_cut = max((q.max_physical for q in queues), default=-1)
-            lo = max(after_cut, log_min) if self.family == "4.9.x" else po
+            lo = max(after_cut, log_min) if dispatch_rule == NormalDispatch.FROM_QUEUE_END_AFTER_CUT else po
             states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues})
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
@@ -406,7 +392,7 @@ class Simulation:
         by_queue = {q.key: q for q in report.queues}
         for t in self._records(("physical_offset", "total_size", "topic", "queue_id", "queue_offset",
                                 "transaction_type"), lo, po):
-            for topic, queue_id, cols in split_queues(t):
+            for topic, queue_id, cols in dispatch.split_queues(t):
                 key = (topic, queue_id)
                 if key not in states:
                     states[key] = cq.QueueState()
@@ -484,4 +470,4 @@ class RecoveryReport:
     later_starts: list[LaterStart] = field(default_factory=list)
 
 
-__all__ = ["FAMILIES", "LaterStart", "RecoveryReport", "Simulation", "family", "recover_queue", "truncate_queue"]
+__all__ = ["LaterStart", "RecoveryReport", "Simulation", "recover_queue", "truncate_queue"]

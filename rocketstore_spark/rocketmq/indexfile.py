@@ -17,7 +17,6 @@ fed in batches; runs wherever called.
 """
 from __future__ import annotations
 
-
 import numba
 import numpy as np
 

@@ -1,6 +1,6 @@
 """The Delta Lake JARs Spark needs, fetched by Maven into a local folder (nothing is downloaded at run time).
 
-    python -m rocketstore_spark.jars fetch [DIR]      (also installed as ``rocketstore-spark-jars fetch [DIR]``)
+    python -m rocketstore_spark.spark.jars fetch [DIR]      (also installed as ``rocketstore-spark-jars fetch [DIR]``)
 
 runs Maven (a JDK 17 and ``mvn`` on the PATH) on the ``pom.xml`` shipped with the package — the checkout's
 ``jars/pom.xml``, the one place naming the Delta version — copies delta-spark and its runtime dependencies
@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-POM = Path(__file__).with_name("pom.xml")        # in a checkout a link to jars/pom.xml; in a wheel a copy
-CHECKOUT_JARS = Path(__file__).resolve().parents[1] / "jars"
+POM = Path(__file__).resolve().parents[1] / "pom.xml"   # the package's: in a checkout a link to jars/pom.xml; in a wheel a copy
+CHECKOUT_JARS = Path(__file__).resolve().parents[2] / "jars"
 FETCHED = ".stamp"                  # in DIR: the names of the JARs the last fetch put there
 
 
@@ -85,7 +85,7 @@ def fetch(directory: Path, pom: Path = POM) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rocketstore_spark.jars", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rocketstore_spark.spark.jars", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     fetch_cmd = commands.add_parser("fetch", help="fetch the Delta Lake JARs with Maven into DIR")
     fetch_cmd.add_argument("dir", nargs="?", type=Path, default=None, help=f"default: {cache_dir()}")

@@ -11,7 +11,7 @@ in-process ``verify.store``, distributed.
    queue bounds of step 2 (``verify.offsets``).
 
 Every executor must see the stores at the paths the driver resolved (local mode, or a shared file system).
-The result keeps each unit's findings (capped per unit, ``verify.capped``), the queue bounds and the lag
+The result keeps each unit's findings (capped per unit, ``findings.capped``), the queue bounds and the lag
 table; ``findings_frame``/``lag_frame`` turn them into DataFrames for Delta, ``document`` into JSON.
 """
 from __future__ import annotations
@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from rocketstore_spark import dispatch
 from rocketstore_spark.findings import FIELDS, Finding, Severity, finding
-from rocketstore_spark.rebuild.settings import RebuildSettings, resolve
+from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.releases import Release
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
@@ -61,7 +62,7 @@ RECORD_COLUMNS = ("store STRING, topic STRING, queue_id INT, queue_offset BIGINT
 class StoreReport:
     """One store's verdict (driver)."""
     store: str
-    settings: RebuildSettings
+    settings: BrokerSettings
     log: LogBounds
     segments: int = 0
     records: int = 0
@@ -218,7 +219,7 @@ def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
         cols = {k: v.to_numpy() if left.num_rows else np.zeros(0, np.int64) for k, v in cols.items()}
         queue_dir = right["dir"][0].as_py() if right.num_rows else None
         v = check_queue(topic, queue_id, queue_dir, c.root, cols, c.log, c.file_size, segment_locator(c.segments),
-                        c.release >= (5, 0, 0), c.consume_queue_ext)
+                        Release(c.release).expired_min_is_max, c.consume_queue_ext)
         return pa.Table.from_pylist([{
             "store": store, "topic": topic, "queue_id": queue_id, "files": v.files, "min_offset": v.min_offset,
             "max_offset": v.max_offset, "entries": v.entries, "expired": v.expired, "records": v.records,
@@ -260,7 +261,7 @@ def _index(spark, layouts, settings, contexts) -> list[dict]:
                     entries = expected = 0
                 else:
                     view = read_index_file(spec["path"], g.hash_slot_num)
-                    v = check_index_file(discover(c.path)[0], view, c.root, g, dispatch.Release(c.release),
+                    v = check_index_file(discover(c.path)[0], view, c.root, g, Release(c.release),
                                          c.delay_levels, c.log, spec["newest"], spec["previous_end"])
                     found, entries, expected = v.findings, v.entries, v.keys_expected
                 yield pa.RecordBatch.from_pylist([{"store": spec["store"], "file": name, "entries": entries,

@@ -12,11 +12,10 @@ import time
 from dataclasses import dataclass, field
 
 from rocketstore_spark.codec import audit
-from rocketstore_spark.codec.audit import EARLIEST_PLAUSIBLE_MS, AuditDecoder  # noqa: F401 (tests use it)
+from rocketstore_spark.codec.audit import AuditDecoder
 from rocketstore_spark.codec.commitlog import Stop
-from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.findings import CAP, Finding, finding
 from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD, SegmentReader
-from rocketstore_spark.verify.capped import LIMIT
 
 
 @dataclass
@@ -44,7 +43,7 @@ def scan_segment(path: str, base_offset: int, check_crc: bool = True,
     ``check_times``: store times going back or implausible (``commitlog.time_*``, one finding each)."""
     s = SegmentSummary()
     decoder = AuditDecoder(check_crc=check_crc, check_properties_crc=check_properties_crc, check_times=check_times,
-                           prop_failure_limit=LIMIT, now_ms=int(time.time() * 1000))
+                           prop_failure_limit=CAP, now_ms=int(time.time() * 1000))
     reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size, followed=followed)
     for _ in reader:
         pass
@@ -66,7 +65,7 @@ def scan_segment(path: str, base_offset: int, check_crc: bool = True,
     s.stop_position = res.stop_position
     s.findings = res.findings
     for k, position in enumerate(decoder.prop_failures.tolist()):
-        more = s.properties_crc_failures - LIMIT if k == LIMIT - 1 and s.properties_crc_failures > LIMIT else 0
+        more = s.properties_crc_failures - CAP if k == CAP - 1 and s.properties_crc_failures > CAP else 0
         s.findings.append(finding("commitlog.properties_crc", path, position,
                                   "the __CRC32# property does not match the record" +
                                   (f" ({more} more records of this segment fail it, not listed)" if more else ""),
