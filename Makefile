@@ -10,9 +10,9 @@ setup:
 test: setup
 	@bash scripts/test.sh
 
-## tests without the JVM-heavy ones and the browser test (quick local loop)
+## tests without Spark, real RocketMQ, the browser and any test over 30 s (quick local loop)
 test-fast: setup
-	$(PY) -m pytest -q -m "not spark and not slow and not browser"
+	$(PY) -m pytest -q -m "not spark and not slow and not long and not browser"
 
 ## the audit of a bundled sample store: a crashed RocketMQ 5.5.1 broker with a corrupt record; the report is
 ## printed and written to build/audit-report.html (exit 0; the audit's own status 3 is expected here)

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[1]
-BY_ID = {g.id: g for g in all_goldens()}
 
 
 def readme_blocks() -> list[str]:

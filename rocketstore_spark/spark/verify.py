@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from rocketstore_spark.datasource.schemas import struct
 from rocketstore_spark.findings import FIELDS, Finding, Severity, finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import Release
@@ -47,13 +49,9 @@ LAG_SCHEMA = ("run_id STRING, run_time TIMESTAMP, store STRING, consumer_group S
 QUEUE_RESULT = ("store STRING, topic STRING, queue_id INT, files INT, min_offset BIGINT, max_offset BIGINT, "
                 "entries BIGINT, expired BIGINT, records BIGINT, dispatch_max_offset BIGINT, findings ARRAY<STRING>")
 INDEX_RESULT = "store STRING, file STRING, entries BIGINT, keys_expected BIGINT, findings ARRAY<STRING>"
-_STRINGS = pa.list_(pa.field("element", pa.string()))
-QUEUE_ARROW = pa.schema([("store", pa.string()), ("topic", pa.string()), ("queue_id", pa.int32()),
-                         ("files", pa.int32()), ("min_offset", pa.int64()), ("max_offset", pa.int64()),
-                         ("entries", pa.int64()), ("expired", pa.int64()), ("records", pa.int64()),
-                         ("dispatch_max_offset", pa.int64()), ("findings", _STRINGS)])
-INDEX_ARROW = pa.schema([("store", pa.string()), ("file", pa.string()), ("entries", pa.int64()),
-                         ("keys_expected", pa.int64()), ("findings", _STRINGS)])
+# the Arrow schemas the workers build their results in: derived from the Spark DDL above, so the two never differ
+QUEUE_ARROW = to_arrow_schema(struct(QUEUE_RESULT))
+INDEX_ARROW = to_arrow_schema(struct(INDEX_RESULT))
 RECORD_COLUMNS = ("store STRING, topic STRING, queue_id INT, queue_offset BIGINT, physical_offset BIGINT, "
                   "total_size INT, tags_code BIGINT, transaction_type STRING")
 

@@ -8,11 +8,8 @@ from hypothesis import strategies as st
 
 from rocketstore_spark.codec import checkpoint, config_json, consumequeue, indexfile
 from rocketstore_spark.codec.javahash import index_hash
-from tests.golden.goldens import all_goldens, fastjson_loads
+from tests.golden.goldens import BY_ID, GOLDENS, fastjson_loads
 from tests.strategies import INT32, INT64
-
-GOLDENS = all_goldens()
-BY_ID = {g.id: g for g in GOLDENS}
 
 
 @given(st.lists(st.tuples(INT64, INT32, INT64), max_size=50))
@@ -121,6 +118,7 @@ def test_java_hash_of_any_bytes_replaces_malformed_utf8_as_java_does(data):
     """Java's (and Python's) UTF-8 decoder puts one U+FFFD for each maximal invalid subpart: E4 B8 41 is
     U+FFFD then 'A', not two U+FFFD."""
     import numpy as np
+
     from rocketstore_spark.codec.javahash import java_hash, java_hash_span
     arr = np.frombuffer(data, dtype=np.uint8)
     assert int(java_hash_span(arr, 0, len(arr))) == java_hash(data.decode("utf-8", "replace"))
@@ -128,5 +126,6 @@ def test_java_hash_of_any_bytes_replaces_malformed_utf8_as_java_does(data):
 
 def test_java_hash_truncated_sequence_vector():
     import numpy as np
+
     from rocketstore_spark.codec.javahash import java_hash_span
     assert int(java_hash_span(np.frombuffer(b"\xe4\xb8A", dtype=np.uint8), 0, 3)) == 31 * 0xFFFD + ord("A")

@@ -10,9 +10,7 @@ import pytest
 from rocketstore_spark.codec.record_schema import DECODED
 from rocketstore_spark.store.records import read_table
 from tests.codec.test_commitlog import millis
-from tests.golden.goldens import all_goldens
-
-GOLDENS = all_goldens()
+from tests.golden.goldens import GOLDENS
 
 
 def host(address_hex: str, port: int) -> str:

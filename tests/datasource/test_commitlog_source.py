@@ -8,12 +8,10 @@ from rocketstore_spark.datasource.commitlog import RocketMQPushdownDataSource
 from rocketstore_spark.datasource.schemas import struct
 from tests.builders import write_segments
 from tests.codec.test_golden_decode import actual_row, expected_row
-from tests.golden.goldens import GOLDEN_ROOT, all_goldens
+from tests.golden.goldens import BY_ID, GOLDEN_ROOT, GOLDENS
 
 pytestmark = pytest.mark.spark
 
-GOLDENS = all_goldens()
-BY_ID = {g.id: g for g in GOLDENS}
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
@@ -131,8 +129,13 @@ def test_register_turns_on_what_the_sources_need(spark):
     from rocketstore_spark.datasource import register
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")      # a user's own, plain session
     register(spark)
-    df = spark.read.format("rocketmq").load(str(BY_ID["5.5.1/clean"].store))
-    assert df.where("queue_id = 0").count() > 0
+    g = BY_ID["5.5.1/clean"]
+    df = spark.read.format("rocketmq").load(str(g.store))
+    # what RocketMQ wrote (the golden manifest): a filter and the columns that need the sources' settings
+    assert df.where("queue_id = 0").count() == sum(m["queue_id"] == 0 for m in g.messages)
+    got = {(r.physical_offset, r.topic, r.uniq_key, r.body_crc_ok) for r in
+           df.select("physical_offset", "topic", "uniq_key", "body_crc_ok").collect()}
+    assert got == {(m["physical_offset"], m["topic"], m["uniq_key"], m["body_crc_ok"]) for m in g.messages}
 
 
 def test_a_bad_path_fails_when_the_dataframe_is_created_with_one_clear_line(spark, tmp_path):

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.goldens import all_goldens, fastjson_loads
+from tests.golden.goldens import BY_ID, fastjson_loads
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-BY_ID = {g.id: g for g in all_goldens()}
 MARK = "CONNECT-RESULT "
 
 CHILD = r'''

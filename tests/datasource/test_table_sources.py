@@ -2,15 +2,14 @@
 RocketMQ's manifests; Delta Lake round trip."""
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
 from tests.codec.test_commitlog import millis
-from tests.golden.goldens import all_goldens, fastjson_loads
-import pytest
+from tests.golden.goldens import BY_ID, fastjson_loads
 
 pytestmark = pytest.mark.spark
 
-BY_ID = {g.id: g for g in all_goldens()}
 
 
 def test_segments_show_damage_as_data(spark):

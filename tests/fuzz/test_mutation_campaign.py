@@ -19,7 +19,7 @@ CASES = 2000                # about two minutes on two cores
 TOOLS_EVERY = 5             # 400 of them also through verify, report, rebuild and repair: about two more
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_campaign_through_the_pure_readers():
     proc = subprocess.run([sys.executable, "-m", "tests.fuzz.campaign", "--cases", str(CASES), "--seed", "20261123",
                            "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY)],

@@ -84,6 +84,10 @@ def all_goldens(root: Path = GOLDEN_ROOT) -> list[Golden]:
     return found
 
 
+GOLDENS: list[Golden] = all_goldens()                      # the committed golden stores
+BY_ID: dict[str, Golden] = {g.id: g for g in GOLDENS}       # "5.5.1/clean" -> its golden
+
+
 def fastjson_loads(text: str) -> dict:
     """json.loads for RocketMQ's config files: fastjson writes integer map keys unquoted ({0:250})."""
     return json.loads(re.sub(r'([{,]\s*)(-?\d+)(\s*:)', r'\1"\2"\3', text))

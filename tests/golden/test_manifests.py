@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.goldens import Golden, all_goldens, fastjson_loads
+from tests.golden.goldens import GOLDENS, Golden, fastjson_loads
 
-GOLDENS = all_goldens()
-BY_ID = {g.id: g for g in GOLDENS}
 DELAY_MS = [1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000, 420000, 480000,
             540000, 600000, 1200000, 1800000, 3600000, 7200000]
 V1_MAGIC, V2_MAGIC = -626843481, -626843477

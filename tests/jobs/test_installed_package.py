@@ -24,12 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-BY_ID = {g.id: g for g in all_goldens()}
 CLEAN = BY_ID["5.5.1/clean"]
 RELATIVE_STORE = "tests/golden/rocketmq-5.5.1/clean/store"
 # short-lived JVMs: the client compiler only and one GC thread start faster on a 2-core machine

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from jobs import rebuild as job
-from tests.golden.goldens import all_goldens
-from tests.rebuild.test_rebuild import tree
+from tests.golden.goldens import BY_ID
+from tests.store_files import tree_bytes
 
 pytestmark = pytest.mark.spark
 
-BY_ID = {g.id: g for g in all_goldens()}
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,12 +21,12 @@ def test_the_spark_rebuild_is_rocketmqs_own_rebuild(spark, tmp_path, capsys):
     g = BY_ID["5.5.1/clean"]
     assert job.main(spark, ["--store", str(g.store), "--output", str(tmp_path / "out")]) == 0
     expected = g.store.parent / "expected-rebuild"
-    assert tree(tmp_path / "out" / "consumequeue") == tree(expected / "consumequeue")
+    assert tree_bytes(tmp_path / "out" / "consumequeue") == tree_bytes(expected / "consumequeue")
     assert [p.read_bytes() for p in sorted((tmp_path / "out" / "index").iterdir())] == \
         [p.read_bytes() for p in sorted((expected / "index").iterdir())]
     out = capsys.readouterr().out
     assert "the IndexFiles hold topic#T#TAGS keys: 5.4.0 or later" in out
-    assert f"{len(tree(expected / 'consumequeue'))} ConsumeQueue file(s), 6 IndexFile(s) written" in out
+    assert f"{len(tree_bytes(expected / 'consumequeue'))} ConsumeQueue file(s), 6 IndexFile(s) written" in out
 
 
 def test_a_lagging_store_exits_3_and_shows_where_its_queues_differ(spark, tmp_path, capsys):
@@ -70,7 +69,7 @@ def test_index_files_built_in_parallel_from_many_partitions_are_rocketmqs(spark,
     g = BY_ID["4.9.8/clean"]
     result = rebuild(spark, str(g.store), tmp_path / "out", split_size=16384)
     expected = g.store.parent / "expected-rebuild"
-    assert tree(tmp_path / "out" / "consumequeue") == tree(expected / "consumequeue")
+    assert tree_bytes(tmp_path / "out" / "consumequeue") == tree_bytes(expected / "consumequeue")
     assert [p.read_bytes() for p in sorted((tmp_path / "out" / "index").iterdir())] == \
         [p.read_bytes() for p in sorted((expected / "index").iterdir())]
     assert {d.status for d in result.differences} == {"identical"} and not result.findings

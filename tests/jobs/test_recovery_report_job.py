@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from jobs import recovery_report as job
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID
 
-BY_ID = {g.id: g for g in all_goldens()}
 ROOT = Path(__file__).resolve().parents[2]
 
 

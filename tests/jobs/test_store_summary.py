@@ -5,11 +5,10 @@ from collections import Counter
 import pytest
 
 from jobs import store_summary
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID
 
 pytestmark = pytest.mark.spark
 
-BY_ID = {g.id: g for g in all_goldens()}
 
 
 def test_store_summary_reports_damage_and_writes_delta(spark, tmp_path, capsys):

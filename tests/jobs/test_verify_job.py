@@ -13,12 +13,10 @@ import pytest
 
 from jobs import verify as job
 from rocketstore_spark.verify.store import verify_store
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID, GOLDENS
 
 pytestmark = pytest.mark.spark
 
-GOLDENS = all_goldens()
-BY_ID = {g.id: g for g in GOLDENS}
 ROOT = Path(__file__).resolve().parents[2]
 
 

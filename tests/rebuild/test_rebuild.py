@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +15,9 @@ from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import discover
 from tests.builders import write_store
 from tests.golden.goldens import all_goldens
+from tests.store_files import tree_bytes
 
 CLEAN = [g for g in all_goldens() if g.id.endswith("/clean")]
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 @pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.id)
@@ -33,7 +29,7 @@ def test_rebuild_is_byte_identical_to_rocketmqs_own(g, given, tmp_path):
                "maxHashSlotNum": geometry["max_hash_slot_num"], "maxIndexNum": geometry["max_index_num"]}
     result = rebuild_store(str(g.store), tmp_path / "out", options=options if given else None)
     expected = g.store.parent / "expected-rebuild"
-    assert tree(tmp_path / "out" / "consumequeue") == tree(expected / "consumequeue")
+    assert tree_bytes(tmp_path / "out" / "consumequeue") == tree_bytes(expected / "consumequeue")
     # IndexFile names are the broker's wall clock at creation: contents are compared in name order
     got = sorted((tmp_path / "out" / "index").iterdir())
     want = sorted((expected / "index").iterdir())
@@ -163,7 +159,7 @@ def test_consumequeue_entries_written_as_they_come_are_the_same_bytes(g, tmp_pat
     monkeypatch.setattr(output, "HELD_BYTES", 0)
     monkeypatch.setattr(output, "DispatchDecoder", partial(output.DispatchDecoder, batch_rows=7))
     rebuild_store(str(g.store), tmp_path / "out")
-    assert tree(tmp_path / "out" / "consumequeue") == tree(g.store.parent / "expected-rebuild" / "consumequeue")
+    assert tree_bytes(tmp_path / "out" / "consumequeue") == tree_bytes(g.store.parent / "expected-rebuild" / "consumequeue")
 
 
 def test_a_failed_rebuild_leaves_no_tree_and_an_unknown_release_is_said(tmp_path, monkeypatch):

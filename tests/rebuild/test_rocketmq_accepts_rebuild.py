@@ -20,6 +20,7 @@ from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.rebuild.output import rebuild_store
 from tests.golden import serve_check
 from tests.golden.goldens import Golden, all_goldens
+from tests.store_files import copy_store, tree_bytes
 
 CLEAN = [g for g in all_goldens() if g.scenario == "clean"]
 
@@ -37,15 +38,10 @@ CQ_ENTRY = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")]) 
 META = ("expect", "kind")            # what a query says for the checks, not sent to RocketMQ
 
 
-def copy_store(src: Path, dst: Path, queues_and_index: bool = True) -> Path:
-    shutil.copytree(src, dst, ignore=None if queues_and_index else shutil.ignore_patterns("consumequeue", "index"))
-    return dst
-
-
 def our_rebuild(g: Golden, settings: dict, work: Path) -> Path:
     """Our rebuild of a copy of ``g``'s store with ``settings``, in ``work/out`` (the copy holds no ConsumeQueues
     or IndexFiles: nothing contradicts the settings)."""
-    source = copy_store(g.store, work / "source", queues_and_index=False)
+    source = copy_store(g.store, work / "source", without=("consumequeue", "index"))
     options = {**settings, "rocketmqVersion": g.version}
     result = rebuild_store(str(source), work / "out", options=options)
     assert not result.settings.conflicts and not result.findings
@@ -162,10 +158,6 @@ def comparable(answers: dict) -> dict:
 
 # ------------------------------------------------------------------------------------- differences
 
-def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def first_cq_difference(ours: dict[str, bytes], theirs: dict[str, bytes]) -> str | None:
     """Where two consumequeue/ trees first differ: a file only one has, or the first differing entry."""
     for rel in sorted(set(ours) | set(theirs)):
@@ -242,7 +234,7 @@ def test_with_other_settings_our_rebuild_is_rocketmqs_rebuild(g, tmp_path):
         if len(theirs_index) == len(ours_index) and \
                 first_index_difference(ours_index, theirs_index, NON_DEFAULT["maxHashSlotNum"]) is None:
             break
-    ours_cq, theirs_cq = tree(rebuilt / "consumequeue"), tree(theirs_dir / "consumequeue")
+    ours_cq, theirs_cq = tree_bytes(rebuilt / "consumequeue"), tree_bytes(theirs_dir / "consumequeue")
     assert first_cq_difference(ours_cq, theirs_cq) is None
     assert ours_cq == theirs_cq
     assert {len(b) for b in ours_cq.values()} == {340}                   # 333 rounded up to whole entries
@@ -275,5 +267,5 @@ def test_a_forced_rebuild_over_files_of_other_settings_is_the_same_rebuild(g, tm
     clean = our_rebuild(g, NON_DEFAULT, tmp_path / "clean")
     forced = rebuild_store(str(g.store), tmp_path / "forced", options=options, allow_conflicts=True)
     assert forced.settings.conflicts
-    assert tree(tmp_path / "forced") == tree(clean)
+    assert tree_bytes(tmp_path / "forced") == tree_bytes(clean)
     assert "identical" not in {d.status for d in forced.differences if d.kind == "consumequeue"}

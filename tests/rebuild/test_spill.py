@@ -11,7 +11,8 @@ from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.spark.rebuild import plan_index_files
 from rocketstore_spark.store import spill
 from rocketstore_spark.store.discovery import discover
-from tests.rebuild.test_rebuild import CLEAN, tree
+from tests.rebuild.test_rebuild import CLEAN
+from tests.store_files import tree_bytes
 
 
 @pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.id)
@@ -39,6 +40,6 @@ def test_spilled_tasks_write_rocketmqs_files(g, split_size, groups, tmp_path):
         name, previous = index_name(spill.key_at(work, task_keys, first)[1], previous)
         assert parallel.write_index_file(work, task_keys, out / "index", name, settings.geometry, first, count) == count
     expected = g.store.parent / "expected-rebuild"
-    assert tree(out / "consumequeue") == tree(expected / "consumequeue")
+    assert tree_bytes(out / "consumequeue") == tree_bytes(expected / "consumequeue")
     assert [p.read_bytes() for p in sorted((out / "index").iterdir())] == \
         [p.read_bytes() for p in sorted((expected / "index").iterdir())]

@@ -20,12 +20,11 @@ from rocketstore_spark.codec.encode import Message
 from rocketstore_spark.report.html import MAX_PER_CHECK
 from rocketstore_spark.verify.store import verify_store
 from tests.builders import write_store
-from tests.golden.goldens import all_goldens, committed_offsets
+from tests.golden.goldens import BY_ID, committed_offsets
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACT = ROOT / "build" / "artifacts" / "audit-report.png"
-BY_ID = {g.id: g for g in all_goldens()}
-GOLDENS = ["5.5.1/corrupt-body", "5.5.1/consumer-offsets", "5.5.1/clean"]
+REPORTED = ["5.5.1/corrupt-body", "5.5.1/consumer-offsets", "5.5.1/clean"]
 HOSTILE = "<script>alert(1)</script>"
 
 
@@ -98,7 +97,7 @@ def number(text: str) -> int | None:
 
 @pytest.mark.browser
 def test_the_audit_report_renders_in_chromium_and_says_what_rocketmq_stored(browser, tmp_path):
-    stores = [BY_ID[i].store for i in GOLDENS]
+    stores = [BY_ID[i].store for i in REPORTED]
     out = tmp_path / "audit.html"
     audit_html(out, *stores, status=3)                   # the crashed store would lose messages
     page, trouble, requested = open_report(browser, out)
@@ -110,7 +109,7 @@ def test_the_audit_report_renders_in_chromium_and_says_what_rocketmq_stored(brow
     assert kinds == {str(s): ["strip", "timeline", "queues"] + (["lag"] if s == offsets else []) for s in stores}
     assert all(d["width"] > 0 and d["height"] > 0 and d["marks"] > 0 for d in drawn), drawn
 
-    for gid, store in zip(GOLDENS, stores):
+    for gid, store in zip(REPORTED, stores):
         g = BY_ID[gid]
         # messages and record bytes per topic: RocketMQ's own walk of every segment
         want = Counter(m["topic"] for m in g.messages)

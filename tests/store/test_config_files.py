@@ -8,9 +8,8 @@ import pytest
 
 from rocketstore_spark.store import files
 from rocketstore_spark.store.layout import StoreMap
-from tests.golden.goldens import all_goldens, canonical, expected_config_rows
+from tests.golden.goldens import BY_ID, canonical, expected_config_rows
 
-BY_ID = {g.id: g for g in all_goldens()}
 READERS = {"topics": ("topics.json", files.read_topics),
            "subscription_groups": ("subscriptionGroup.json", files.read_subscription_groups),
            "delay_offsets": ("delayOffset.json", files.read_delay_offsets)}

@@ -10,9 +10,7 @@ import pytest
 
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.store.indexes import read_index_file, store_slot_count
-from tests.golden.goldens import all_goldens
-
-GOLDENS = all_goldens()
+from tests.golden.goldens import GOLDENS
 
 
 def put_keys(geometry: indexfile.Geometry, hashes: list[int]) -> bytes:

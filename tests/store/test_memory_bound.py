@@ -47,7 +47,7 @@ def decode_peak(tmp_path, size: int, allocator: str) -> tuple[int, int]:
     return rows, peak - baseline
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("allocator", ["default", "keep"])
 def test_one_gib_segment_decodes_in_bounded_memory(tmp_path, allocator):
     rows_small, grew_small = decode_peak(tmp_path, 128 << 20, allocator)

@@ -16,20 +16,14 @@ from rocketstore_spark.rocketmq.dispatch import split_queues
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.verify.offsets import check_offsets, reset_plan
 from rocketstore_spark.verify.store import verify_store
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID, all_goldens
+from tests.store_files import copy_store
 
-BY_ID = {g.id: g for g in all_goldens()}
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def copy(g, tmp_path) -> Path:
-    store = tmp_path / "store"
-    shutil.copytree(g.store, store)
-    return store
-
-
 def test_an_index_file_without_entries_verifies(tmp_path):
-    store = copy(BY_ID["5.5.1/clean"], tmp_path)
+    store = copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
     newest = sorted((store / "index").iterdir())[-1]
     data = bytearray(newest.stat().st_size)
     data[36:40] = struct.pack(">i", 1)                 # a freshly rolled file: no entries yet
@@ -50,7 +44,7 @@ def test_a_negative_queue_id_keeps_its_topic():
 
 def test_a_lost_record_with_an_impossible_store_time_is_still_counted(tmp_path):
     g = BY_ID["4.9.8/corrupt-body"]
-    store = copy(g, tmp_path)
+    store = copy_store(g.store, tmp_path / "store")
     po = g.manifest["recovery"]["commitlog_max_offset"]
     victim = next(m for m in g.messages if m["physical_offset"] > po and m["body_crc_ok"])
     seg = store / "commitlog" / victim["segment"]
@@ -63,7 +57,7 @@ def test_a_lost_record_with_an_impossible_store_time_is_still_counted(tmp_path):
 
 
 def test_a_store_without_segments_is_at_risk_and_reported(tmp_path):
-    store = copy(BY_ID["5.5.1/clean"], tmp_path)
+    store = copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
     for seg in (store / "commitlog").iterdir():
         seg.unlink()
     doc, _ = recovery_report(str(store))
@@ -75,7 +69,7 @@ def test_a_store_without_segments_is_at_risk_and_reported(tmp_path):
 
 def test_offsets_without_queue_files_and_negative_offsets(tmp_path):
     g = BY_ID["5.5.1/consumer-offsets"]
-    store = copy(g, tmp_path)
+    store = copy_store(g.store, tmp_path / "store")
     path = store / "config" / "consumerOffset.json"
     path.write_text(path.read_text().replace('"TopicTest@golden_in_range":{\n\t\t\t0:51', '"TopicTest@golden_in_range":{\n\t\t\t0:-9223372036854775808'))
     shutil.rmtree(store / "consumequeue" / "OrderTopic")
@@ -90,7 +84,7 @@ def test_offsets_without_queue_files_and_negative_offsets(tmp_path):
 
 
 def test_outputs_inside_a_store_are_refused_before_anything_is_written(tmp_path):
-    store = copy(BY_ID["5.5.1/consumer-offsets"], tmp_path)
+    store = copy_store(BY_ID["5.5.1/consumer-offsets"].store, tmp_path / "store")
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     for argv in (["-m", "rocketstore_spark.cli.main", "offsets", str(store), "--reset-file",
                   str(store / "config" / "consumerOffset.json")],
@@ -109,7 +103,7 @@ def test_files_larger_than_rocketmq_writes_are_findings_and_never_read(tmp_path)
     (verify, the recovery report, the rebuild's diff, queue bounds), and the next queue file is no gap."""
     from rocketstore_spark.rebuild.output import rebuild_store
     from rocketstore_spark.rocketmq.consumequeue import queue_bounds
-    store = copy(BY_ID["5.5.1/clean"], tmp_path)
+    store = copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
     queue = next(d for d in sorted((store / "consumequeue").glob("*/*")) if len(list(d.iterdir())) == 1)
     first = next(queue.iterdir())
     size = first.stat().st_size

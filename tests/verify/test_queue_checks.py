@@ -2,7 +2,6 @@
 file, a cut file, a duplicated entry."""
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 
@@ -10,14 +9,9 @@ from rocketstore_spark.checks import Severity
 from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.verify.store import verify_store
 from tests.golden.goldens import all_goldens
+from tests.store_files import copy_store
 
 CLEAN = {g.id: g for g in all_goldens()}["5.5.1/clean"]
-
-
-def copy(tmp_path):
-    store = tmp_path / "store"
-    shutil.copytree(CLEAN.store, store)
-    return store
 
 
 def problems(store):
@@ -25,7 +19,7 @@ def problems(store):
 
 
 def test_a_lost_middle_file_is_a_gap_with_missing_entries(tmp_path):
-    store = copy(tmp_path)
+    store = copy_store(CLEAN.store, tmp_path / "store")
     queue = store / "consumequeue" / "TopicTest" / "0"
     files = sorted(queue.iterdir())
     assert len(files) >= 3
@@ -46,7 +40,7 @@ def test_a_lost_middle_file_is_a_gap_with_missing_entries(tmp_path):
 
 
 def test_a_cut_file_and_a_duplicated_entry(tmp_path):
-    store = copy(tmp_path)
+    store = copy_store(CLEAN.store, tmp_path / "store")
     queue = store / "consumequeue" / "OrderTopic" / "3"
     first = sorted(queue.iterdir())[0]
     data = bytearray(first.read_bytes())

@@ -7,9 +7,7 @@ import pytest
 
 from rocketstore_spark.checks import Severity
 from rocketstore_spark.verify.store import verify_store
-from tests.golden.goldens import Golden, all_goldens, committed_offsets
-
-GOLDENS = all_goldens()
+from tests.golden.goldens import GOLDENS, Golden, committed_offsets
 
 
 @pytest.fixture(scope="module")
