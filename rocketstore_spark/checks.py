@@ -175,6 +175,20 @@ CATALOGUE: tuple[Check, ...] = (
           "a directory or special file in `commitlog/`",
           "ignored",
           "ignored"),
+    Check("store.unsupported_engine", _E, LAYOUT,
+          "the store was written with an engine we do not read yet: a DLedger CommitLog (`dledger-*/`), RocksDB "
+          "ConsumeQueues (`consumequeue/` or `consumequeue_rocksdb/` is a RocksDB database), RocksDB config "
+          "(`config/consumerOffsets/`, `config/rdb/`, ...), data in 5.5's `rocksdbstore/`, batch ConsumeQueues, "
+          "LMQ queues, or (from broker.conf) a multi-path CommitLog or RocksDB-only index",
+          "RocketMQ reads and recovers these through the engine broker.conf names (store/engines.py lists the "
+          "files and settings)",
+          "finding naming the evidence; the work the engine would make wrong (reading the CommitLog or queues, "
+          "queue checks, a rebuild, a recovery verdict, a repair) is refused with a one-line message rather than "
+          "answered as for a classic store"),
+    Check("store.unknown_entry", _W, LAYOUT,
+          "an entry under the store root that belongs to no RocketMQ store engine we know",
+          "RocketMQ ignores what it does not open",
+          "finding; left alone (a repair copies what it copies of the root, nothing more)"),
     Check("consumequeue.entry_mismatch", _E, QUEUES,
           "an entry differs from the one RocketMQ's dispatch writes at that queue offset for this CommitLog "
           "(physical offset, size, tagsCode); evidence: both",

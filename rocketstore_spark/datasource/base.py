@@ -24,11 +24,14 @@ def timestamp(ms: int | None):
     return EPOCH + dt.timedelta(milliseconds=int(ms))
 
 
-def validate_paths(options: Options, source: str = "", needs_root: bool = False) -> None:
-    """Fail when the DataFrame is created (driver), with a one-line message, if a path names no store, or
-    names a bare CommitLog directory where the source reads files of the store root."""
+def validate_paths(options: Options, source: str = "", needs_root: bool = False, work=None) -> None:
+    """Fail when the DataFrame is created (driver), with a one-line message, if a path names no store, names
+    a bare CommitLog directory where the source reads files of the store root, or names a store written with an
+    engine that makes ``work`` (a ``store.engines.Work``) wrong."""
     from rocketstore_spark.store.discovery import StorePathError, discover
     for layout in discover(options.paths):
+        if work is not None:
+            layout.refuse(work)
         if needs_root and layout.root is None:
             raise StorePathError(f"{layout.name} is a CommitLog directory: {source} reads the store root "
                                  f"(the directory holding commitlog/, {layout.files.commitlog_dir.parent})")
@@ -51,19 +54,20 @@ class TableSource(DataSource):
     OPTIONS = Options
     READER: type
     NEEDS_ROOT = True          # reads files of the store root, not only commitlog/
+    WORK = None                # the store.engines.Work it does: a store whose engine makes it wrong is refused
 
     @classmethod
     def name(cls):
         return cls.NAME
 
     def schema(self):
-        validate_paths(self.OPTIONS(self.options, self.name()), self.name(), self.NEEDS_ROOT)
+        validate_paths(self.OPTIONS(self.options, self.name()), self.name(), self.NEEDS_ROOT, self.WORK)
         return self.SCHEMA
 
     def reader(self, schema):
         check_schema(schema, self.SCHEMA, self.name())
         options = self.OPTIONS(self.options, self.name())
-        validate_paths(options, self.name(), self.NEEDS_ROOT)
+        validate_paths(options, self.name(), self.NEEDS_ROOT, self.WORK)
         return self.READER(options, schema)
 
 

@@ -33,6 +33,7 @@ from rocketstore_spark.datasource.base import validate_paths
 from rocketstore_spark.datasource.options import CommitLogOptions
 from rocketstore_spark.datasource.planning import ScanPartition, SegmentRange, plan_partitions, session_parallelism
 from rocketstore_spark.datasource.schemas import COMMITLOG_SCHEMA, check_schema
+from rocketstore_spark.store.engines import Work
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,13 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self):
-        validate_paths(CommitLogOptions(self.options))
+        validate_paths(CommitLogOptions(self.options), work=Work.READ_COMMITLOG)
         return COMMITLOG_SCHEMA
 
     def reader(self, schema: StructType) -> "RocketMQReader":
         check_schema(schema, COMMITLOG_SCHEMA, "rocketmq")
         options = CommitLogOptions(self.options)
-        validate_paths(options)
+        validate_paths(options, work=Work.READ_COMMITLOG)
         return (PushdownRocketMQReader if self.PUSHDOWN else RocketMQReader)(options, schema)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from rocketstore_spark.datasource.base import FilesPartition, StoreTableReader, TableSource
 from rocketstore_spark.datasource.schemas import DELAY_OFFSETS_SCHEMA, SUBSCRIPTION_GROUPS_SCHEMA, TOPICS_SCHEMA
 from rocketstore_spark.store import files as store_files
+from rocketstore_spark.store.engines import Work
 
 
 class ConfigTableReader(StoreTableReader):
@@ -51,6 +52,7 @@ class DelayOffsetsReader(ConfigTableReader):
 class TopicsDataSource(TableSource):
     """Topic configurations from config/topics.json (.bak fallback as the broker does)."""
     NAME = "rocketmq_topics"
+    WORK = Work.READ_CONFIG
     SCHEMA = TOPICS_SCHEMA
     READER = TopicsReader
 
@@ -58,6 +60,7 @@ class TopicsDataSource(TableSource):
 class SubscriptionGroupsDataSource(TableSource):
     """Consumer group configurations from config/subscriptionGroup.json (.bak fallback as the broker does)."""
     NAME = "rocketmq_subscription_groups"
+    WORK = Work.READ_CONFIG
     SCHEMA = SUBSCRIPTION_GROUPS_SCHEMA
     READER = SubscriptionGroupsReader
 
@@ -65,5 +68,6 @@ class SubscriptionGroupsDataSource(TableSource):
 class DelayOffsetsDataSource(TableSource):
     """Delay-level delivery progress from config/delayOffset.json (.bak fallback as the broker does)."""
     NAME = "rocketmq_delay_offsets"
+    WORK = Work.READ_CONFIG
     SCHEMA = DELAY_OFFSETS_SCHEMA
     READER = DelayOffsetsReader

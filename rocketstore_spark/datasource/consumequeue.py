@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rocketstore_spark.datasource.base import EMPTY, FilesPartition, TableReader, TableSource
 from rocketstore_spark.datasource.schemas import CONSUMEQUEUE_SCHEMA
+from rocketstore_spark.store.engines import Work
 
 QUEUES_PER_PARTITION = 64
 
@@ -52,5 +53,6 @@ class ConsumeQueueReader(TableReader):
 class ConsumeQueueDataSource(TableSource):
     """One row per written ConsumeQueue entry (see module docstring)."""
     NAME = "rocketmq_consumequeue"
+    WORK = Work.READ_QUEUES
     SCHEMA = CONSUMEQUEUE_SCHEMA
     READER = ConsumeQueueReader

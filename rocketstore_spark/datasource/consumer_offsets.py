@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rocketstore_spark.datasource.base import FilesPartition, StoreTableReader, TableSource
 from rocketstore_spark.datasource.schemas import CONSUMER_OFFSETS_SCHEMA
+from rocketstore_spark.store.engines import Work
 
 
 class ConsumerOffsetsReader(StoreTableReader):
@@ -22,5 +23,6 @@ class ConsumerOffsetsReader(StoreTableReader):
 class ConsumerOffsetsDataSource(TableSource):
     """Committed consumer offsets from config/consumerOffset.json (.bak fallback as the broker does)."""
     NAME = "rocketmq_consumer_offsets"
+    WORK = Work.READ_CONFIG
     SCHEMA = CONSUMER_OFFSETS_SCHEMA
     READER = ConsumerOffsetsReader

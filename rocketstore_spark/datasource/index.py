@@ -18,6 +18,7 @@ from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS
 from rocketstore_spark.datasource.base import EMPTY, FilesPartition, TableReader, TableSource, timestamp
 from rocketstore_spark.datasource.options import IndexOptions
 from rocketstore_spark.datasource.schemas import INDEX_HEADER_SCHEMA, INDEX_SCHEMA
+from rocketstore_spark.store.engines import Work
 
 
 class _IndexFilesReader(TableReader):
@@ -95,6 +96,7 @@ def store_time_us(begin_ms: int, time_diff: np.ndarray) -> np.ndarray:
 class IndexDataSource(TableSource):
     """One row per IndexFile entry (see module docstring)."""
     NAME = "rocketmq_index"
+    WORK = Work.READ_INDEX
     SCHEMA = INDEX_SCHEMA
     OPTIONS = IndexOptions
     READER = IndexReader
@@ -103,6 +105,7 @@ class IndexDataSource(TableSource):
 class IndexHeaderDataSource(TableSource):
     """One row per IndexFile: its header and geometry (see module docstring)."""
     NAME = "rocketmq_index_header"
+    WORK = Work.READ_INDEX
     SCHEMA = INDEX_HEADER_SCHEMA
     OPTIONS = IndexOptions
     READER = IndexHeaderReader

@@ -11,7 +11,6 @@ from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS, parse_delay
 from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD as DEFAULT_MAX_RECORD_SIZE
 
 
-
 def _bool(value: str | None, name: str, default: bool) -> bool:
     if value is None or not value.strip():
         return default

@@ -6,8 +6,8 @@ without a SparkContext. Imported on the driver and in workers.
 from __future__ import annotations
 
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, IntegerType, LongType, MapType,
-                               StringType, StructField, StructType, TimestampType)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, IntegerType, LongType, MapType, StringType,
+                               StructField, StructType, TimestampType)
 
 from rocketstore_spark.codec import record_schema
 

@@ -15,6 +15,7 @@ import os
 from rocketstore_spark.datasource.base import EMPTY, FilesPartition, TableReader, TableSource, timestamp
 from rocketstore_spark.datasource.options import SegmentsOptions
 from rocketstore_spark.datasource.schemas import SEGMENTS_SCHEMA
+from rocketstore_spark.store.engines import Work
 
 
 class SegmentsReader(TableReader):
@@ -76,6 +77,7 @@ class SegmentsReader(TableReader):
 class SegmentsDataSource(TableSource):
     """One row per CommitLog segment scan (see module docstring)."""
     NAME = "rocketmq_segments"
+    WORK = Work.READ_COMMITLOG
     SCHEMA = SEGMENTS_SCHEMA
     OPTIONS = SegmentsOptions
     READER = SegmentsReader

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.store.engines import Engines, Work, detect
 from rocketstore_spark.store.layout import OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
 
 
@@ -65,6 +66,13 @@ class StoreLayout:
     segments: list[Segment]
     segment_size: int | None       # inferred mapped file size (None: no segments)
     findings: list[Finding] = field(default_factory=list)
+    engines: Engines | None = None  # the store engines its files show (store.engines); None: a bare CommitLog
+
+    def refuse(self, work: Work) -> None:
+        """Raise ``store.engines.UnsupportedStore`` when this store was written with an engine that makes
+        ``work`` wrong (e.g. reading ``commitlog/`` of a store switched to DLedger)."""
+        if self.engines is not None:
+            self.engines.refuse(work)
 
     @property
     def root(self) -> Path | None:
@@ -143,6 +151,8 @@ def discover(paths) -> list[StoreLayout]:
             elif path.is_dir() and any(OFFSET_NAME.match(n) for n in os.listdir(path)):
                 layouts.append(_layout(p, StoreMap(None, path)))
             else:
+                # a store root without commitlog/ (a DLedger store) is refused by name, not as "no store"
+                detect(path).refuse(Work.READ_COMMITLOG)
                 raise _not_a_store(p, path)
         except PermissionError as e:
             raise StorePathError(f"{p}: permission denied ({e.filename}): the store must be readable by the "
@@ -188,4 +198,7 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
         if segment_size and seg.base_offset % segment_size:
             findings.append(finding("commitlog.misaligned_name", seg.path, None,
                                     f"base offset is not a multiple of the segment size {segment_size}"))
-    return StoreLayout(name, files, segments, segment_size, findings)
+    engines = detect(files.root) if files.root is not None else None
+    if engines is not None:
+        findings[:0] = engines.findings
+    return StoreLayout(name, files, segments, segment_size, findings, engines)

@@ -9,6 +9,7 @@ from rocketstore_spark.datasource.schemas import struct
 from tests.builders import write_segments
 from tests.codec.test_golden_decode import actual_row, expected_row
 from tests.golden.goldens import BY_ID, GOLDEN_ROOT, GOLDENS
+from tests.store_files import copy_store
 
 pytestmark = pytest.mark.spark
 
@@ -146,6 +147,25 @@ def test_a_bad_path_fails_when_the_dataframe_is_created_with_one_clear_line(spar
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(PySparkException, match="is a file, not a store"):
         spark.read.format("rocketmq").schema("topic STRING").load(str(tmp_path / "notes.txt")).collect()
+
+
+def test_a_store_of_another_engine_is_refused_not_read_as_classic(spark, tmp_path):
+    """A store switched to DLedger keeps its old commitlog/: reading only that would silently miss every
+    message written since; a store whose ConsumeQueues live in RocksDB has no queue files to read."""
+    import shutil
+
+    from pyspark.errors import PySparkException
+    store = copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
+    (store / "dledger-n0" / "data").mkdir(parents=True)
+    for source in ("rocketmq", "rocketmq_segments", "rocketmq_consumequeue", "rocketmq_consumer_offsets"):
+        with pytest.raises(PySparkException, match="cannot .*: the store uses DLedger CommitLog"):
+            spark.read.format(source).load(str(store)).collect()
+    shutil.rmtree(store / "dledger-n0")
+    shutil.rmtree(store / "consumequeue")
+    shutil.copytree(store / "rocksdbstore", store / "consumequeue")       # a RocksDB database RocketMQ wrote
+    with pytest.raises(PySparkException, match="cannot read the ConsumeQueues: the store uses RocksDB ConsumeQueue"):
+        spark.read.format("rocketmq_consumequeue").load(str(store)).collect()
+    assert spark.read.format("rocketmq").load(str(store)).count() == len(BY_ID["5.5.1/clean"].messages)
 
 
 def test_a_filtered_query_does_not_leak_into_later_queries_of_the_same_dataframe(spark):

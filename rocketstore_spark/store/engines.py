@@ -1,0 +1,205 @@
+"""Which storage engines a store was written with, told from its files (and from broker.conf where given), so
+that nothing answers about a store it does not understand as if it were the classic file store.
+
+RocketMQ chooses its engines in broker.conf; each leaves its own files under the store root
+(``storePathRootDir``):
+
+    classic (ours)     commitlog/<20 digits>, consumequeue/<topic>/<queue>/<20 digits>, index/<17 digits>,
+                       checkpoint, abort, lock, config/*.json, consumequeue_ext/, compaction/, timerlog/,
+                       timerwheel, rocksdbstore/ (5.5's message RocksDB, created empty by every 5.5 broker)
+    DLedger            dledger-<selfId>/data/, index/, checkpoint          enableDLegerCommitLog=true (4.5+)
+    RocksDB queues     consumequeue/CURRENT, MANIFEST-*, *.sst             storeType=defaultRocksDB (5.2+)
+                       consumequeue_rocksdb/ instead                       + useSeparateStorePathForRocksdbCQ
+    RocksDB config     config/topics/, consumerOffsets/, subscriptionGroups/ (RocksDB dirs; 5.x v1),
+                       config/rdb/ (configManagerVersion=v2, 5.3.2+)
+    RocksDB index      rocksdbstore/ holding data                          indexRocksDBEnable / transRocksDBEnable /
+                                                                           timerRocksDBEnable (5.5)
+    batch queues       batchconsumequeue/<topic>/<queue>/                  topic attribute queue.type=BatchCQ (5.0+)
+    LMQ                consumequeue/%LMQ%<name>/0/                         enableLmq + enableMultiDispatch (4.9.3+)
+    multi-path log     storePathCommitLog=dir1,dir2,...                    (4.9.2+; only broker.conf shows it)
+
+(paths from RocketMQ 5.5.1's ``StorePathConfigHelper``, ``MessageRocksDBStorage``, ``RocksDBConsumeQueueStore``,
+the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.4's ``DLedgerConfig``).
+
+Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
+evidence and what is refused) and ``Engines.refuse`` stops the work it would get wrong — reading the CommitLog
+of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
+repair, a recovery verdict — with a one-line ``UnsupportedStore`` error: a refusal, never a silent wrong
+answer. Entries under the root that belong to no engine we know are ``store.unknown_entry`` warnings (a
+backup copy, a file an operator left) and refuse nothing. Listing and ``stat`` only; runs wherever a store is
+discovered (driver, CLI).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from rocketstore_spark.findings import Finding, finding
+
+
+class Work(Enum):
+    """What a caller is about to do with a store (what an unsupported engine can make wrong)."""
+    READ_COMMITLOG = "read the CommitLog"
+    READ_QUEUES = "read the ConsumeQueues"
+    CHECK_QUEUES = "check the ConsumeQueues against the CommitLog"
+    READ_INDEX = "check the IndexFiles"
+    READ_CONFIG = "read consumer offsets and config"
+    REBUILD = "rebuild ConsumeQueues and IndexFiles"
+    RECOVER = "predict a restart"
+    REPAIR = "repair the store"
+
+
+class UnsupportedStore(ValueError):
+    """A store written with an engine we do not read yet, for work that engine would make wrong."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine found: its name, the evidence (files or settings), and the work it makes wrong."""
+    name: str
+    evidence: str
+    refuses: frozenset[Work]
+
+
+_EVERYTHING = frozenset(Work)
+_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
+_DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
+
+# what every entry of a classic store root is (anything else is store.unknown_entry)
+KNOWN_ROOT_ENTRIES = frozenset({
+    "commitlog", "consumequeue", "consumequeue_ext", "index", "checkpoint", "abort", "abort.bak", "lock",
+    "config", "compaction", "timerlog", "timerwheel", "rocksdbstore", "batchconsumequeue", "consumequeue_rocksdb",
+    "transaction",
+})
+ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")           # every RocksDB directory has these
+KNOWN_CONFIG_DIRS = {"topics": "topics", "consumerOffsets": "consumer offsets",
+                     "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)"}
+
+
+def is_rocksdb(path: Path) -> bool:
+    """Whether ``path`` is a RocksDB database directory (its CURRENT file names the live MANIFEST)."""
+    return path.is_dir() and (path / "CURRENT").is_file()
+
+
+def _holds_data(db: Path) -> bool:
+    """Whether a RocksDB directory holds any key: a table file, or a write-ahead log that is not empty."""
+    try:
+        with os.scandir(db) as entries:
+            for e in entries:
+                if e.name.endswith(".sst") or (e.name.endswith(".log") and e.is_file() and e.stat().st_size > 0):
+                    return True
+    except OSError:
+        return True                     # unreadable: it cannot be shown empty
+    return False
+
+
+def _truthy(conf: dict[str, str], key: str) -> bool:
+    return str(conf.get(key, "")).strip().lower() == "true"
+
+
+@dataclass
+class Engines:
+    """The engines of one store, and the findings that say so."""
+    root: Path | None
+    engines: list[Engine] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def classic(self) -> bool:
+        return not self.engines
+
+    def refused(self, work: Work) -> list[Engine]:
+        return [e for e in self.engines if work in e.refuses]
+
+    def refuse(self, work: Work) -> None:
+        """Raise ``UnsupportedStore`` when an engine of this store makes ``work`` wrong."""
+        blocking = self.refused(work)
+        if blocking:
+            where = f"{self.root}: " if self.root is not None else ""
+            raise UnsupportedStore(
+                f"{where}cannot {work.value}: the store uses "
+                + "; ".join(f"{e.name} ({e.evidence})" for e in blocking)
+                + ", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
+                  "were RocketMQ's classic file store")
+
+    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str) -> None:
+        self.engines.append(Engine(name, evidence, refuses))
+        what = ", ".join(sorted(w.value for w in refuses))
+        self.findings.append(finding("store.unsupported_engine", str(file), None,
+                                     f"{name} ({evidence}): not read by this release; refused: {what}",
+                                     engine=name, evidence=evidence))
+
+
+def detect(root: Path | None, conf: dict[str, str] | None = None) -> Engines:
+    """The engines of the store at ``root`` (None: a bare CommitLog directory, nothing to tell) from its files,
+    and from ``conf`` (broker.conf's properties) where given."""
+    out = Engines(root)
+    conf = conf or {}
+    if root is not None and root.is_dir():
+        _from_files(root, out)
+    _from_conf(conf, out, root)
+    return out
+
+
+def _from_files(root: Path, out: Engines) -> None:
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return
+    for name in names:
+        path = root / name
+        if name.startswith("dledger-") and path.is_dir():
+            switched = " after a classic commitlog/ (switched)" if (root / "commitlog").is_dir() else ""
+            out.add("DLedger CommitLog", f"{name}/{switched}", _EVERYTHING, path)
+        elif name not in KNOWN_ROOT_ENTRIES:
+            out.findings.append(finding("store.unknown_entry", str(path), None,
+                                        "not a file or directory of any RocketMQ store engine we know (left alone)"))
+    cq = root / "consumequeue"
+    if is_rocksdb(cq):
+        out.add("RocksDB ConsumeQueue", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB)",
+                _QUEUE_WORK, cq)
+    if is_rocksdb(root / "consumequeue_rocksdb"):
+        out.add("RocksDB ConsumeQueue", "consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ)",
+                _QUEUE_WORK, root / "consumequeue_rocksdb")
+    config = root / "config"
+    for sub, what in KNOWN_CONFIG_DIRS.items():
+        if is_rocksdb(config / sub):
+            out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
+                    frozenset({Work.READ_CONFIG, Work.REPAIR}), config / sub)
+    if (root / "rocksdbstore").is_dir() and _holds_data(root / "rocksdbstore"):
+        out.add("RocksDB message store", "rocksdbstore/ holds data (5.5's RocksDB index, timer or transaction store)",
+                frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
+    batch = root / "batchconsumequeue"
+    if batch.is_dir() and any(batch.iterdir()):
+        out.add("batch ConsumeQueue", "batchconsumequeue/ (topics with queue.type=BatchCQ)",
+                _DISPATCH_WORK | {Work.RECOVER}, batch)
+    if cq.is_dir() and not is_rocksdb(cq):
+        try:
+            lmq = sorted(e.name for e in os.scandir(cq) if e.name.startswith("%LMQ%"))
+        except OSError:
+            lmq = []
+        if lmq:
+            out.add("LMQ multi-dispatch", f"{len(lmq)} %LMQ% queue(s) in consumequeue/, e.g. {lmq[0]}",
+                    _DISPATCH_WORK | {Work.RECOVER}, cq / lmq[0])
+
+
+def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
+    where = str(root) if root is not None else "broker.conf"
+    known = {e.name for e in out.engines}
+    if _truthy(conf, "enableDLegerCommitLog") and "DLedger CommitLog" not in known:
+        out.add("DLedger CommitLog", "enableDLegerCommitLog=true in broker.conf", _EVERYTHING, where)
+    if str(conf.get("storeType", "")).strip().lower() == "defaultrocksdb" and "RocksDB ConsumeQueue" not in known:
+        # the broker then keeps topics, groups and consumer offsets in RocksDB too (RocksDB*ConfigManager)
+        out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf", _QUEUE_WORK | {Work.READ_CONFIG},
+                where)
+    paths = [p for p in str(conf.get("storePathCommitLog", "")).split(",") if p.strip()]
+    if len(paths) > 1:
+        out.add("multi-path CommitLog", f"storePathCommitLog lists {len(paths)} directories", _EVERYTHING, where)
+    if _truthy(conf, "indexRocksDBEnable") and str(conf.get("indexFileWriteEnable", "true")).strip().lower() == "false":
+        out.add("RocksDB index", "indexRocksDBEnable=true and indexFileWriteEnable=false: no IndexFiles are written",
+                frozenset({Work.READ_INDEX, Work.REBUILD, Work.REPAIR}), where)
+    if (_truthy(conf, "enableLmq") or _truthy(conf, "enableMultiDispatch")) and "LMQ multi-dispatch" not in known:
+        out.add("LMQ multi-dispatch", "enableLmq/enableMultiDispatch=true in broker.conf",
+                _DISPATCH_WORK | {Work.RECOVER}, where)

@@ -1,0 +1,133 @@
+"""Store engines other than the classic file store are told from their files (or broker.conf) and refused for
+the work they would make wrong; RocketMQ's own classic stores (the goldens, 5.5.1's empty rocksdbstore/
+included) are not. The RocksDB databases here are real ones: 5.5.1's ``rocksdbstore/`` as RocketMQ wrote it,
+copied to where another engine keeps its database."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.engines import UnsupportedStore, Work, detect
+from tests.golden.goldens import BY_ID, GOLDENS
+from tests.store_files import copy_store
+
+ROCKSDB = BY_ID["5.5.1/clean"].store / "rocksdbstore"          # a RocksDB database written by RocketMQ 5.5.1
+
+
+@pytest.mark.parametrize("g", GOLDENS, ids=lambda g: g.id)
+def test_rocketmqs_own_classic_stores_show_no_other_engine(g):
+    layout = discover(str(g.store))[0]
+    assert layout.engines.classic and not layout.engines.findings
+    for work in Work:
+        layout.refuse(work)
+
+
+def classic(tmp_path):
+    return copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
+
+
+def test_a_store_switched_to_dledger_is_not_read_as_its_old_commitlog(tmp_path):
+    store = classic(tmp_path)
+    (store / "dledger-n0" / "data").mkdir(parents=True)
+    layout = discover(str(store))[0]
+    assert [f.check for f in layout.findings[:1]] == ["store.unsupported_engine"]
+    for work in Work:
+        with pytest.raises(UnsupportedStore, match=r"DLedger CommitLog \(dledger-n0/ after a classic commitlog/"):
+            layout.refuse(work)
+
+
+def test_a_dledger_store_without_commitlog_is_refused_by_name(tmp_path):
+    store = tmp_path / "store"
+    (store / "dledger-n1" / "data").mkdir(parents=True)
+    (store / "dledger-n1" / "index").mkdir()
+    with pytest.raises(UnsupportedStore, match="cannot read the CommitLog: the store uses DLedger CommitLog"):
+        discover(str(store))
+
+
+def test_rocksdb_consume_queues_refuse_queue_work_but_not_the_commitlog(tmp_path):
+    store = classic(tmp_path)
+    shutil.rmtree(store / "consumequeue")
+    shutil.copytree(ROCKSDB, store / "consumequeue")
+    layout = discover(str(store))[0]
+    layout.refuse(Work.READ_COMMITLOG)
+    for work in (Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+        with pytest.raises(UnsupportedStore, match="RocksDB ConsumeQueue"):
+            layout.refuse(work)
+
+
+def test_rocksdb_consume_queues_in_their_separate_directory(tmp_path):
+    store = classic(tmp_path)
+    shutil.copytree(ROCKSDB, store / "consumequeue_rocksdb")
+    with pytest.raises(UnsupportedStore, match="useSeparateStorePathForRocksdbCQ"):
+        discover(str(store))[0].refuse(Work.READ_QUEUES)
+
+
+@pytest.mark.parametrize("sub", ["consumerOffsets", "topics", "subscriptionGroups", "rdb"])
+def test_config_in_rocksdb_makes_the_json_files_untrusted(tmp_path, sub):
+    store = classic(tmp_path)
+    shutil.copytree(ROCKSDB, store / "config" / sub)
+    layout = discover(str(store))[0]
+    with pytest.raises(UnsupportedStore, match=f"config/{sub}/"):
+        layout.refuse(Work.READ_CONFIG)
+    layout.refuse(Work.READ_QUEUES)
+
+
+def test_5_5_message_rocksdb_counts_only_when_it_holds_data(tmp_path):
+    store = classic(tmp_path)
+    detect(store).refuse(Work.READ_INDEX)                   # as 5.5.1 creates it: empty
+    wal = next((store / "rocksdbstore").glob("*.log"))
+    wal.write_bytes(b"\x01" * 64)                           # a write-ahead log with records in it
+    with pytest.raises(UnsupportedStore, match="rocksdbstore/ holds data"):
+        detect(store).refuse(Work.READ_INDEX)
+    detect(store).refuse(Work.READ_QUEUES)
+
+
+def test_lmq_queues_refuse_the_dispatch_checks_but_read_as_queues(tmp_path):
+    store = classic(tmp_path)
+    queue = store / "consumequeue" / "%LMQ%orders" / "0"
+    queue.mkdir(parents=True)
+    layout = discover(str(store))[0]
+    layout.refuse(Work.READ_QUEUES)
+    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR, Work.RECOVER):
+        with pytest.raises(UnsupportedStore, match=r"LMQ multi-dispatch \(1 %LMQ% queue"):
+            layout.refuse(work)
+
+
+def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
+    store = classic(tmp_path)
+    (store / "batchconsumequeue" / "BatchTopic" / "0").mkdir(parents=True)
+    with pytest.raises(UnsupportedStore, match="batch ConsumeQueue"):
+        discover(str(store))[0].refuse(Work.REBUILD)
+
+
+def test_an_unknown_entry_is_a_warning_that_refuses_nothing(tmp_path):
+    store = classic(tmp_path)
+    (store / "commitlog.old").mkdir()
+    layout = discover(str(store))[0]
+    unknown = [f for f in layout.findings if f.check == "store.unknown_entry"]
+    assert [f.file for f in unknown] == [str(store / "commitlog.old")]
+    assert layout.engines.classic
+    for work in Work:
+        layout.refuse(work)
+
+
+@pytest.mark.parametrize("conf,engine,work", [
+    ({"enableDLegerCommitLog": "true"}, "DLedger CommitLog", Work.READ_COMMITLOG),
+    ({"storeType": "defaultRocksDB"}, "RocksDB ConsumeQueue", Work.READ_CONFIG),
+    ({"storePathCommitLog": "/disk1/commitlog,/disk2/commitlog"}, "multi-path CommitLog", Work.READ_COMMITLOG),
+    ({"indexRocksDBEnable": "true", "indexFileWriteEnable": "false"}, "RocksDB index", Work.READ_INDEX),
+    ({"enableLmq": "true"}, "LMQ multi-dispatch", Work.REBUILD),
+])
+def test_broker_conf_names_engines_the_files_may_not_show_yet(tmp_path, conf, engine, work):
+    store = classic(tmp_path)
+    with pytest.raises(UnsupportedStore, match=engine):
+        detect(store, conf).refuse(work)
+
+
+def test_broker_conf_of_a_classic_broker_refuses_nothing(tmp_path):
+    store = classic(tmp_path)
+    engines = detect(store, {"storeType": "default", "storePathCommitLog": str(store / "commitlog"),
+                             "indexRocksDBEnable": "true", "enableDLegerCommitLog": "false"})
+    assert engines.classic
