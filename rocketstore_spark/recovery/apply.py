@@ -52,6 +52,8 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
 from rocketstore_spark.store.files import read_checkpoint
+from rocketstore_spark.store.layout import (ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX, StoreMap, repair_backup,
+                                            repair_kept, repair_staging)
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.scan import scan_segment
 
@@ -59,7 +61,8 @@ JOURNAL = "apply.json"
 CHUNK = 1 << 20
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
-NOT_COPIED = ("consumequeue", "index", "checkpoint", "abort")     # rebuilt, rewritten or removed
+# the store's entries that are rebuilt, rewritten or removed, not copied
+NOT_COPIED = (CONSUMEQUEUE, INDEX, CHECKPOINT, ABORT)
 
 
 class ApplyRefused(ValueError):
@@ -122,7 +125,7 @@ def exchange(a: Path, b: Path) -> bool:
 def broker_holds_lock(root: Path) -> bool:
     """Whether a process holds a POSIX lock on the store's ``lock`` file, as a running broker does
     (``FileChannel.tryLock``); asked with ``F_GETLK`` on a read-only descriptor, which takes no lock."""
-    path = root / "lock"
+    path = StoreMap.of_root(root).lock_path
     if not path.is_file():
         return False
     fd = os.open(path, os.O_RDONLY)
@@ -173,7 +176,7 @@ def check_store(plan: dict, plan_dir: Path) -> None:
         raise ApplyRefused(f"{export}: the export of the messages the repair loses is missing or changed; it is "
                            "what makes the cut safe: make a new plan")
     if broker_holds_lock(store):
-        raise ApplyRefused(f"{store / 'lock'}: a process holds the store's lock — a broker is running on it; stop "
+        raise ApplyRefused(f"{StoreMap.of_root(store).lock_path}: a process holds the store's lock — a broker is running on it; stop "
                            "it first")
     now = inventory(store)
     seen = plan["inventory"]
@@ -196,8 +199,7 @@ def stage(plan: dict, staging: Path, settings: BrokerSettings, link: bool) -> di
     deleted = {f for a in plan["actions"] if a["action"] == "delete" for f in a["files"]}
     cut = next((a for a in plan["actions"] if a["action"] == "cut"), None)
     layout = discover(str(store))[0]
-    kept = [os.path.relpath(s.path, store) for s in layout.segments
-            if os.path.relpath(s.path, store) not in deleted]
+    kept = [layout.files.relative(s.path) for s in layout.segments if layout.files.relative(s.path) not in deleted]
     appended_to = kept[-1] if kept else None
     staging.mkdir()
     counts = {"copied": 0, "linked": 0, "cut": 0}
@@ -231,8 +233,8 @@ def stage(plan: dict, staging: Path, settings: BrokerSettings, link: bool) -> di
                "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"]}
     last_ms = _last_store_time(staged)
     original = read_checkpoint(layout.files).checkpoint
-    index_ms = _newest_index_end(staging / "index", index_files)
-    (staging / "checkpoint").write_bytes(_checkpoint(original, last_ms, index_ms, plan["process_offset"] or 0,
+    index_ms = _newest_index_end(staged.files, index_files)
+    staged.files.checkpoint_path.write_bytes(_checkpoint(original, last_ms, index_ms, plan["process_offset"] or 0,
                                                      report))
     fsync_tree(staging)
     return counts
@@ -258,11 +260,11 @@ def _last_store_time(layout: StoreLayout) -> int:
     return 0
 
 
-def _newest_index_end(index_dir: Path, names: list[str]) -> int:
+def _newest_index_end(files: StoreMap, names: list[str]) -> int:
     """The end timestamp of the newest rebuilt IndexFile (0 without one)."""
     if not names:
         return 0
-    with open(index_dir / sorted(names)[-1], "rb") as f:
+    with open(files.index_path(sorted(names)[-1]), "rb") as f:
         return int(indexfile.decode_header(f.read(indexfile.HEADER_SIZE))["end_timestamp"])
 
 
@@ -317,14 +319,14 @@ def apply_plan(plan_dir: str | os.PathLike, *, output: str | os.PathLike | None 
     pid = plan["plan_id"]
     if in_place:
         target = store
-        backup = Path(os.path.abspath(backup)) if backup else store.parent / f"{store.name}.before-repair-{pid}"
+        backup = Path(os.path.abspath(backup)) if backup else repair_backup(store, pid)
     else:
         try:
             target = outside_stores(output, [store], "repaired store's directory")
         except OutputError as e:
             raise ApplyRefused(str(e)) from None
         backup = None
-    staging = target.parent / f".{target.name}.repair-{pid}"
+    staging = repair_staging(target, pid)
     journal_path = plan_dir / JOURNAL
     journal = json.loads(journal_path.read_text()) if journal_path.is_file() else None
 
@@ -403,7 +405,7 @@ def _publish(journal: dict, journal_path: Path) -> dict:
         backup = Path(journal["backup"])
         if _ino(target) == old_ino and _ino(staging) == new_ino:
             if broker_holds_lock(target):
-                raise ApplyRefused(f"{target / 'lock'}: a broker started on the store meanwhile; stop it first")
+                raise ApplyRefused(f"{StoreMap.of_root(target).lock_path}: a broker started on the store meanwhile; stop it first")
             if exchange(staging, target):
                 _reached("exchanged")
             else:
@@ -454,7 +456,7 @@ def rollback(plan_dir: str | os.PathLike) -> dict:
         raise ApplyRefused(f"{plan_dir}: this plan was applied into a copy ({journal.get('target')}); the store "
                            "itself was never changed: delete the copy if it is not wanted")
     target, backup = Path(journal["target"]), Path(journal["backup"])
-    kept = target.parent / f"{target.name}.repaired-{load_plan(plan_dir)['plan_id']}"
+    kept = repair_kept(target, load_plan(plan_dir)['plan_id'])
     new_ino, old_ino = journal["staging_ino"], journal["store_ino"]
     if journal["phase"] == "applied":
         if _ino(target) != new_ino or _ino(backup) != old_ino:
@@ -464,7 +466,7 @@ def rollback(plan_dir: str | os.PathLike) -> dict:
         raise ApplyRefused(f"{plan_dir}: nothing to roll back (the apply is {journal['phase']})")
     if _ino(target) == new_ino and _ino(backup) == old_ino:
         if broker_holds_lock(target):
-            raise ApplyRefused(f"{target / 'lock'}: a broker is running on the store; stop it first")
+            raise ApplyRefused(f"{StoreMap.of_root(target).lock_path}: a broker is running on the store; stop it first")
         journal |= {"phase": "rolling-back", "repaired_kept": str(kept)}
         write_json(journal_path, journal)
         if exchange(backup, target):

@@ -90,7 +90,7 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         raise OutputError(f"{out / 'plan.json'} already exists: give an empty or new directory")
     out.mkdir(parents=True, exist_ok=True)
     doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
-    root = Path(layout.files.root or layout.files.commitlog_dir.parent)
+    root = layout.files.base
     # the clean starts after this one would cut further (damage this start's walk skipped): the repair cuts
     # where the last of them would, so the repaired store starts cleanly every time, not only the next time
     end = doc["later_starts"][-1] if doc["later_starts"] else doc
@@ -126,12 +126,13 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         touched += [root / f for f in deleted]
     actions.append({"action": "rebuild", "what": "consumequeue/ and index/ from the cut CommitLog",
                     "how": "rocketstore rebuild (byte for byte what RocketMQ writes), then swap directories"})
-    for name in ("checkpoint", "abort"):
-        if (root / name).exists():
-            touched.append(root / name)
+    for path in (layout.files.checkpoint_path, layout.files.abort_path):
+        if path is not None and path.exists():
+            touched.append(path)
     actions.append({"action": "write_checkpoint", "what": "physic/logics/index timestamps of the last record kept"})
     if doc["shutdown"] == "abnormal":
-        actions.append({"action": "remove", "file": "abort", "when": "after every other step succeeded"})
+        actions.append({"action": "remove", "file": layout.files.relative(layout.files.abort_path),
+                        "when": "after every other step succeeded"})
     made_at = dt.datetime.now(dt.timezone.utc)
     plan = {"plan_version": PLAN_VERSION, "plan_id": made_at.strftime("%Y%m%dT%H%M%S%fZ"), "store": str(root),
             "made_at": made_at.isoformat(), "rocketmq_version": doc["rocketmq_version"], "process_offset": po,
@@ -139,7 +140,7 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
                          "release_family": release_family},
             "export": {"file": lost_file.name, "messages": exported, "sha256": sha256(lost_file)},
             "inventory": inventory(root),
-            "checksums": {os.path.relpath(p, root): sha256(p) for p in touched if p.is_file()},
+            "checksums": {layout.files.relative(p): sha256(p) for p in touched if p.is_file()},
             "actions": actions, "alternatives": alternatives, "report": doc}
     write_json(out / "plan.json", plan)
     return plan

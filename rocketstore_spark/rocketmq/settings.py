@@ -131,23 +131,20 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                            values["messageDelayLevel"], sources, conflicts, values, label)
 
 
-FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")
-
-
 def detect_5x(layout: StoreLayout) -> str | None:
     """Why the store was written by RocketMQ 5.x, or None: a 5.x-only directory in the store root, an
     ``abort.bak`` or a non-empty ``abort``, or a checkpoint with 5.x fields set (bytes 24..47 are zero in
     4.x)."""
-    root = layout.files.root
-    if root is None:
+    files = layout.files
+    if files.root is None:
         return None
-    for name in FIVE_X_DIRECTORIES:
-        if (root / name).is_dir():
-            return f"it has {name}/"
+    five_x = files.five_x_dirs()
+    if five_x:
+        return f"it has {five_x[0].name}/"
     # 5.x keeps abort.bak next to abort and writes into abort; 4.x leaves an empty abort and no abort.bak
-    if (root / "abort.bak").is_file():
-        return "it has abort.bak"
-    abort = root / "abort"
+    if files.abort_bak_path.is_file():
+        return f"it has {files.abort_bak_path.name}"
+    abort = files.abort_path
     if abort.is_file() and abort.stat().st_size > 0:
         return "its abort file is not empty"
     path = layout.files.checkpoint_path
