@@ -13,9 +13,18 @@ files show:
 
 A given setting (option or broker.conf) that contradicts what the files show is a conflict: the rebuild
 refuses (a ConsumeQueue or IndexFile of another size is one RocketMQ would misread) unless told to go ahead.
+
+Resolved settings travel in the documents we write (the repair plan, the rebuild's and audit's JSON) as
+``BrokerSettings.to_json()``; ``from_json`` gives them back as they were decided, nothing re-read:
+
+    release, release_label, release_family      the RocketMQ release followed, as read, and its family
+    values      every broker_conf.STORE_SETTINGS value used      sources   setting -> where its value came from
+    conflicts   given settings the store's files contradict      broker_conf   the file given, if any, and the
+                                                                               sha256 of its content
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -48,18 +57,45 @@ class BrokerSettings:
     values: dict = field(default_factory=dict)                  # every broker_conf.STORE_SETTINGS value used
     release_label: str = ""                  # the release as a person should read it ("5.4.0 or later")
 
+    broker_conf: dict | None = None          # {"path", "sha256"} of the broker.conf read, if one was
+
     def __post_init__(self):
         self.release_label = self.release_label or str(self.release)
+
+    def to_json(self) -> dict:
+        """The settings as decided (module docstring), JSON-ready."""
+        return {"release": str(self.release), "release_label": self.release_label,
+                "release_family": self.release.family.name, "values": dict(self.values),
+                "sources": dict(self.sources), "conflicts": list(self.conflicts), "broker_conf": self.broker_conf}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "BrokerSettings":
+        """The settings ``to_json`` wrote, as they were: nothing is resolved again."""
+        values = obj["values"]
+        geometry = Geometry(values["maxHashSlotNum"], values["maxIndexNum"]) if values["messageIndexEnable"] \
+            else None
+        return cls(Release.parse(obj["release"]), file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
+                   values["messageDelayLevel"], dict(obj["sources"]), list(obj["conflicts"]), dict(values),
+                   obj["release_label"], obj.get("broker_conf"))
+
+
+def file_digest(path: str) -> str:
+    """The sha256 of a file's content (a broker.conf, to tell later whether it changed)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> BrokerSettings:
     """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in
     broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored."""
-    given, sources = {}, {}
+    given, sources, conf = {}, {}, None
     if broker_conf_path:
-        with open(broker_conf_path, encoding="utf-8", errors="replace") as f:
-            for k, v in broker_conf.store_settings(broker_conf.parse_properties(f.read())).items():
-                given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
+        with open(broker_conf_path, "rb") as f:
+            raw = f.read()
+        conf = {"path": os.path.abspath(broker_conf_path), "sha256": hashlib.sha256(raw).hexdigest()}
+        text = raw.decode("utf-8", errors="replace")
+        for k, v in broker_conf.store_settings(broker_conf.parse_properties(text)).items():
+            given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
     for k, v in (options or {}).items():
         if v is not None:
             if isinstance(v, str) and k in broker_conf.STORE_SETTINGS:      # typed as broker.conf values are
@@ -128,7 +164,7 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                                       "releases these rules were read from (4.x to 5.5.1): dispatched by the "
                                       "newest rules known, unverified")
     return BrokerSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
-                           values["messageDelayLevel"], sources, conflicts, values, label)
+                           values["messageDelayLevel"], sources, conflicts, values, label, conf)
 
 
 def detect_5x(layout: StoreLayout) -> str | None:
