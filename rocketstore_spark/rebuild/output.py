@@ -10,6 +10,15 @@ written under a temporary name (``.NAME.tmp``), fsynced and renamed into place w
 files at their full broker size (RocketMQ preallocates them): a killed run leaves no half-written file under
 a final name, and ``rebuild_store`` removes what it created when it fails.
 
+The rebuild as one JSON document (``RebuildResult.document()``: ``documents.header``, type
+rocketstore-spark/rebuild, version 1):
+
+    store, output, records      the store, the output directory, the records read
+    rocketmq_version            the release followed      settings_sources   setting -> where its value came from
+    settings                    every setting as resolved (``rocketmq.settings.BrokerSettings.to_json``)
+    queues                      per queue: topic, queue_id, files, max_offset
+    index_files, findings, differences      (``rebuild.diff.FIELDS`` per difference)
+
 Streaming: records are dispatched batch by batch in CommitLog order; each queue keeps its dispatch state
 (``rocketmq.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
 is one decoded window plus one IndexFile, whatever the store's size.
@@ -29,6 +38,7 @@ import numpy as np
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
+from rocketstore_spark.documents import header
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rocketmq import consumequeue as cq
@@ -289,6 +299,19 @@ class RebuildResult:
     records: int
     findings: list[Finding]
     differences: list[Difference]
+
+    DOCUMENT_TYPE = "rocketstore-spark/rebuild"
+    DOCUMENT_VERSION = 1
+
+    def document(self) -> dict:
+        """The rebuild as one JSON-ready document (module docstring)."""
+        return header(self.DOCUMENT_TYPE, self.DOCUMENT_VERSION) | {
+            "store": self.store, "output": str(self.output), "rocketmq_version": str(self.settings.release),
+            "settings_sources": self.settings.sources, "settings": self.settings.to_json(), "records": self.records,
+            "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files, "max_offset": q.state.max_offset}
+                       for q in self.queues],
+            "index_files": self.index_files, "findings": [f.as_row() for f in self.findings],
+            "differences": [d.as_row() for d in self.differences]}
 
 
 class SettingsConflict(ValueError):

@@ -3,7 +3,7 @@ document (driver or CLI; reads the store read-only, writes nothing).
 
 ``recovery_report(path)`` runs ``rocketmq.recovery`` with the settings ``rocketmq.settings.resolve`` gives
 (options > broker.conf > what the files show > RocketMQ's defaults) and returns the document; its top level
-(``DOCUMENT_VERSION`` 1):
+(``documents.header``: type rocketstore-spark/recovery-report, ``DOCUMENT_VERSION`` 1):
 
     rocketmq_version        the release family mirrored (4.9.x, 5.0-5.3.1, 5.3.2-5.3.x, 5.5.x) and why
     shutdown                "normal" or "abnormal" (the abort file), with the checkpoint and its minimum
@@ -31,6 +31,7 @@ from collections import Counter
 import numpy as np
 import pyarrow.compute as pc
 
+from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.releases import family_named
@@ -39,6 +40,7 @@ from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
 
+DOCUMENT_TYPE = "rocketstore-spark/recovery-report"
 DOCUMENT_VERSION = 1
 
 
@@ -72,8 +74,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
                        "entries_cut": max(0, before - cut) if cut is not None else 0,
                        "files_deleted": [layout.files.relative(p) for p in q.files_deleted],
                        "entries_dispatched": q.redispatched})
-    doc = {
-        "document_version": DOCUMENT_VERSION,
+    doc = header(DOCUMENT_TYPE, DOCUMENT_VERSION) | {
         "store": layout.name,
         "rocketmq_version": r.release_family,
         "release": {"detected_or_given": str(settings.release), "source": settings.sources.get("rocketmqVersion"),
