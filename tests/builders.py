@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rocketstore_spark.codec.encode import Message, SegmentWriter, encode_blank
-from rocketstore_spark.store.layout import segment_name
+from rocketstore_spark.store.layout import offset_name
 
 
 def write_segments(writer: SegmentWriter, commitlog_dir) -> list[Path]:
@@ -20,7 +20,7 @@ def write_segments(writer: SegmentWriter, commitlog_dir) -> list[Path]:
     d.mkdir(parents=True, exist_ok=True)
     paths = []
     for base, data in writer.segments.items():
-        p = d / segment_name(base)
+        p = d / offset_name(base)
         p.write_bytes(bytes(data))
         paths.append(p)
     return paths

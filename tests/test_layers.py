@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "rocketstore_spark"
 # one layer per package (or top-level module); packages of one layer are peers and never import each other
 LAYERS = {"checks": 0, "progress": 0,
-          "findings": 1,
+          "findings": 1, "documents": 1,
           "codec": 2,
           "store": 3,
           "rocketmq": 4,

@@ -42,9 +42,11 @@ FIELDS = ("kind", "store_file", "rebuilt_file", "status", "topic", "queue_id", "
           "entries_missing", "entries_extra", "entries_changed", "detail")
 
 
-def _files(root: Path) -> dict[str, Path]:
-    return {str(p.relative_to(root)): p for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")} \
-        if root.is_dir() else {}
+def _files(files: StoreMap) -> dict[str, Path]:
+    """The ConsumeQueue files under ``files``' consumequeue/ by store-relative name (temporary ones left out)."""
+    root = files.consumequeue_dir
+    return {files.relative(p): p for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")} \
+        if root is not None and root.is_dir() else {}
 
 
 def _entry_differences(a: bytes, b: bytes, file_name: str) -> dict:
@@ -117,13 +119,13 @@ def _index_difference(a: Path, b: Path) -> str | None:
 def compare(store: StoreMap, output: Path) -> list[Difference]:
     """Every ConsumeQueue and IndexFile of the store against the rebuild in ``output``."""
     out: list[Difference] = []
-    theirs = _files(store.consumequeue_dir) if store.consumequeue_dir else {}
-    ours = _files(output / "consumequeue")
+    built = StoreMap.of_root(output)
+    theirs, ours = _files(store), _files(built)
     for rel in sorted(set(theirs) | set(ours)):
         a, b = theirs.get(rel), ours.get(rel)
-        store_rel = f"consumequeue/{rel}" if a else None
-        built_rel = f"consumequeue/{rel}" if b else None
-        parts = rel.split(os.sep)
+        store_rel = rel if a else None
+        built_rel = rel if b else None
+        parts = rel.split(os.sep)[1:]
         queue = {"topic": parts[0], "queue_id": int(parts[1])} if len(parts) == 3 and parts[1].lstrip("-").isdigit() \
             else {}
         if a is None or b is None:
@@ -139,13 +141,12 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
                    Difference("consumequeue", store_rel, built_rel, "differs", **queue,
                               **_entry_differences(da, db, os.path.basename(rel))))
     theirs_ix = [Path(p) for p in store.index_files()] if store.index_dir else []
-    ours_ix = sorted(p for p in (output / "index").glob("*") if p.is_file() and not p.name.startswith(".")) \
-        if (output / "index").is_dir() else []
+    ours_ix = built.index_files()
     for k in range(max(len(theirs_ix), len(ours_ix))):
         a = theirs_ix[k] if k < len(theirs_ix) else None
         b = ours_ix[k] if k < len(ours_ix) else None
-        store_rel = f"index/{a.name}" if a else None
-        built_rel = f"index/{b.name}" if b else None
+        store_rel = store.relative(a) if a else None
+        built_rel = built.relative(b) if b else None
         if a is None or b is None:
             out.append(Difference("index", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store"))
             continue

@@ -3,12 +3,21 @@ library API ``rebuild_store``, the Spark job and the CLI).
 
 The store is only read (the same decoder and read-only segment reader as every other reader). The output
 directory must not be the store or lie inside it, also through symlinks; ``DIR/consumequeue`` and
-``DIR/index`` must not exist yet. Topics read from the CommitLog become directory names only when they are
-safe path components (not empty, ``.``/``..``, no ``/``, NUL or other control character, at most 255
-bytes); a queue whose topic is not is skipped with a ``rebuild.unsafe_topic`` finding. Every file is
+``DIR/index`` must not exist yet. The output is laid out as a store, its names given by its own store map
+(``store.layout.StoreMap.of_root(DIR)``). Topics read from the CommitLog become directory names only when they
+are safe path components (``store.layout.safe_component``); a queue whose topic is not is skipped with a ``rebuild.unsafe_topic`` finding. Every file is
 written under a temporary name (``.NAME.tmp``), fsynced and renamed into place when complete, ConsumeQueue
 files at their full broker size (RocketMQ preallocates them): a killed run leaves no half-written file under
 a final name, and ``rebuild_store`` removes what it created when it fails.
+
+The rebuild as one JSON document (``RebuildResult.document()``: ``documents.header``, type
+rocketstore-spark/rebuild, version 1):
+
+    store, output, records      the store, the output directory, the records read
+    rocketmq_version            the release followed      settings_sources   setting -> where its value came from
+    settings                    every setting as resolved (``rocketmq.settings.BrokerSettings.to_json``)
+    queues                      per queue: topic, queue_id, files, max_offset
+    index_files, findings, differences      (``rebuild.diff.FIELDS`` per difference)
 
 Streaming: records are dispatched batch by batch in CommitLog order; each queue keeps its dispatch state
 (``rocketmq.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
@@ -16,7 +25,6 @@ is one decoded window plus one IndexFile, whatever the store's size.
 """
 from __future__ import annotations
 
-import datetime as dt
 import os
 import queue
 import shutil
@@ -30,6 +38,7 @@ import numpy as np
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
+from rocketstore_spark.documents import header
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rebuild.diff import Difference, compare
 from rocketstore_spark.rocketmq import consumequeue as cq
@@ -38,6 +47,7 @@ from rocketstore_spark.rocketmq import indexfile as ix
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
+from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
 
@@ -46,17 +56,15 @@ def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Pa
     """The output directory, resolved; refuses the store itself, anything inside it (symlinks followed),
     and a directory that already holds ``consumequeue/`` or ``index/``."""
     out = outside_stores(output, [store_root], "output directory")
-    for sub in ("consumequeue", "index"):
-        if (out / sub).exists():
-            raise OutputError(f"{out / sub} already exists: give an empty or new output directory")
+    for sub in rebuilt_dirs(StoreMap.of_root(out)):
+        if sub.exists():
+            raise OutputError(f"{sub} already exists: give an empty or new output directory")
     return out
 
 
-def safe_component(name: str) -> bool:
-    """Whether a name read from data can be one directory name (module docstring)."""
-    return (bool(name) and name not in (".", "..") and "/" not in name
-            and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
-            and len(name.encode("utf-8", "surrogatepass")) <= 255)
+def rebuilt_dirs(files: StoreMap) -> tuple[Path, Path]:
+    """The directories a rebuild writes in the store (or output) ``files`` maps: consumequeue/ and index/."""
+    return files.consumequeue_dir, files.index_dir
 
 
 @dataclass
@@ -71,14 +79,14 @@ HELD_BYTES = 64 << 20                # ConsumeQueue entries held back before the
 
 
 class ConsumeQueueWriter:
-    """Writes ConsumeQueue files under ``root`` (= DIR/consumequeue) from entries in dispatch order (driver or
-    executor). Every queue's dispatch state is a row of one table (``consumequeue.place_many``), so a batch of
+    """Writes ConsumeQueue files into ``files`` (the output directory's store map: DIR/consumequeue) from
+    entries in dispatch order (driver or executor). Every queue's dispatch state is a row of one table (``consumequeue.place_many``), so a batch of
     any queues is placed in one compiled call; placed entries are held back per queue (they are contiguous:
     one run per queue) and written when ``buffer_bytes`` of them are pending and at ``close``, so each queue
     file is opened a few times per run instead of once per batch."""
 
-    def __init__(self, root: Path, file_size: int, findings: list[Finding], buffer_bytes: int | None = None):
-        self.root, self.file_size, self.findings = root, file_size, findings
+    def __init__(self, files: StoreMap, file_size: int, findings: list[Finding], buffer_bytes: int | None = None):
+        self.files, self.file_size, self.findings = files, file_size, findings
         self.buffer_bytes = HELD_BYTES if buffer_bytes is None else buffer_bytes
         self.queues: dict[tuple[str, int], QueueResult] = {}
         self._rows: dict[tuple[str, int], int] = {}        # queue -> row of _states (-1: topic unsafe)
@@ -140,7 +148,7 @@ class ConsumeQueueWriter:
         if not safe_component(topic):
             if topic not in self._unsafe:
                 self._unsafe.add(topic)
-                self.findings.append(finding("rebuild.unsafe_topic", str(self.root), None,
+                self.findings.append(finding("rebuild.unsafe_topic", str(self.files.consumequeue_dir), None,
                                              f"topic {topic!r} cannot be a directory name: its queues are not rebuilt"))
             self._rows[(topic, queue_id)] = -1
             return -1
@@ -174,7 +182,7 @@ class ConsumeQueueWriter:
         result = self._results[row]
         # joined as bytes: np.concatenate would turn the big-endian fields into native ones
         data = b"".join(h.tobytes() for h in held)
-        self._write(result, self.root / result.topic / str(result.queue_id), start, data)
+        self._write(result, self.files.queue_dir(result.topic, result.queue_id), start, data)
 
     def _write(self, result: QueueResult, directory: Path, queue_byte_offset: int, data: bytes) -> None:
         """Entries (their bytes) at consecutive positions from ``queue_byte_offset``, across file boundaries."""
@@ -182,8 +190,8 @@ class ConsumeQueueWriter:
             file_offset = (queue_byte_offset // self.file_size) * self.file_size
             position = queue_byte_offset - file_offset
             chunk = data[:self.file_size - position]
-            path = temporary(directory / f"{file_offset:020d}")
-            name = f"{file_offset:020d}"
+            name = offset_name(file_offset)
+            path = temporary(directory / name)
             if name not in result.files:
                 # a new file (or one a failed attempt of this same task began: rewritten identically)
                 directory.mkdir(parents=True, exist_ok=True)
@@ -202,11 +210,11 @@ class ConsumeQueueWriter:
         for row, result in enumerate(self._results):
             result.state = cq.queue_state(self._states[row])
             self.queues[(result.topic, result.queue_id)] = result
-            directory = self.root / result.topic / str(result.queue_id)
             for name in result.files:
-                publish(temporary(directory / name), directory / name, sync_dir=False)
-        if self.root.is_dir():
-            fsync_dirs(self.root)
+                path = self.files.queue_file_path(result.topic, result.queue_id, int(name))
+                publish(temporary(path), path, sync_dir=False)
+        if self.files.consumequeue_dir.is_dir():
+            fsync_dirs(self.files.consumequeue_dir)
 
 
 def open_index_file(tmp: Path, geometry: Geometry, preset: tuple[int, int] | None = None) -> np.memmap:
@@ -228,11 +236,12 @@ def finish_index_file(buf: np.memmap, tmp: Path, path: Path, sync_dir: bool = Tr
 
 
 class IndexWriter:
-    """Writes IndexFiles under ``root`` (= DIR/index) from keys in put order; one file open at a time."""
+    """Writes IndexFiles into ``files`` (the output directory's store map: DIR/index) from keys in put order;
+    one file open at a time."""
 
-    def __init__(self, root: Path, geometry: Geometry):
-        self.root, self.geometry = root, geometry
-        self.files: list[str] = []
+    def __init__(self, files: StoreMap, geometry: Geometry):
+        self.files, self.geometry = files, geometry
+        self.names: list[str] = []
         self._buf: np.memmap | None = None
         self._tmp: Path | None = None
         self._first_ms: int | None = None
@@ -255,28 +264,28 @@ class IndexWriter:
                 self._close_file()
 
     def _open(self) -> None:
-        self._tmp = temporary(self.root / f"building-{len(self.files)}")
+        self._tmp = temporary(self.files.index_path(f"building-{len(self.names)}"))
         self._buf = open_index_file(self._tmp, self.geometry, self._end)
         self._first_ms = None
 
     def _close_file(self) -> None:
         name, self._last_name_ms = index_name(self._first_ms, self._last_name_ms)
-        finish_index_file(self._buf, self._tmp, self.root / name, sync_dir=False)
+        finish_index_file(self._buf, self._tmp, self.files.index_path(name), sync_dir=False)
         self._buf = None
-        self.files.append(name)
+        self.names.append(name)
 
     def close(self) -> None:
         if self._buf is not None:
             self._close_file()
-        if self.root.is_dir():
-            fsync_dirs(self.root)
+        if self.files.index_dir.is_dir():
+            fsync_dirs(self.files.index_dir)
 
 
 def index_name(first_ms: int, previous_ms: int | None) -> tuple[str, int]:
     """(IndexFile name, its millisecond value): the first entry's store time, UTC, kept above the previous
     file's (names must increase: the broker loads IndexFiles in name order)."""
     ms = first_ms if previous_ms is None else max(first_ms, previous_ms + 1)
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3], ms
+    return index_file_name(ms), ms
 
 
 @dataclass
@@ -291,6 +300,19 @@ class RebuildResult:
     findings: list[Finding]
     differences: list[Difference]
 
+    DOCUMENT_TYPE = "rocketstore-spark/rebuild"
+    DOCUMENT_VERSION = 1
+
+    def document(self) -> dict:
+        """The rebuild as one JSON-ready document (module docstring)."""
+        return header(self.DOCUMENT_TYPE, self.DOCUMENT_VERSION) | {
+            "store": self.store, "output": str(self.output), "rocketmq_version": str(self.settings.release),
+            "settings_sources": self.settings.sources, "settings": self.settings.to_json(), "records": self.records,
+            "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files, "max_offset": q.state.max_offset}
+                       for q in self.queues],
+            "index_files": self.index_files, "findings": [f.as_row() for f in self.findings],
+            "differences": [d.as_row() for d in self.differences]}
+
 
 class SettingsConflict(ValueError):
     """Given broker settings contradict what the store's files show."""
@@ -304,7 +326,7 @@ def prepare(store: str, output, options: dict | None = None, broker_conf: str | 
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a rebuild takes one")
     layout = layouts[0]
-    out = check_output(output, layout.files.root or layout.files.commitlog_dir.parent)
+    out = check_output(output, layout.files.base)
     settings = resolve(layout, options, broker_conf)
     if settings.conflicts and not allow_conflicts:
         raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")
@@ -372,8 +394,9 @@ def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
     failure both are removed. The caller has checked ``out`` (``prepare``, or the repair's own staging)."""
     findings: list[Finding] = []                   # the reading's (decoded in another thread: kept apart)
     written: list[Finding] = []                    # the writers'
-    queues = ConsumeQueueWriter(out / "consumequeue", settings.consume_queue_file_size, written)
-    index = IndexWriter(out / "index", settings.geometry) if settings.geometry is not None else None
+    files = StoreMap.of_root(out)
+    queues = ConsumeQueueWriter(files, settings.consume_queue_file_size, written)
+    index = IndexWriter(files, settings.geometry) if settings.geometry is not None else None
     decoder = DispatchDecoder(settings.message_delay_level, index=index is not None,
                               index_tags=settings.release.index_tags)
     records = 0
@@ -388,8 +411,8 @@ def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
         if index is not None:
             index.close()
     except BaseException:
-        for sub in ("consumequeue", "index"):          # neither existed before (the caller checked)
-            shutil.rmtree(out / sub, ignore_errors=True)
+        for sub in rebuilt_dirs(files):                 # neither existed before (the caller checked)
+            shutil.rmtree(sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-            index.files if index is not None else [], records, findings + written)
+            index.names if index is not None else [], records, findings + written)

@@ -17,15 +17,17 @@ from rocketstore_spark.findings import Finding
 from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult, finish_index_file, open_index_file
 from rocketstore_spark.rocketmq import indexfile as ix
 from rocketstore_spark.store.durable import temporary
+from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.spill import ENTRY_SPILL, KEY_SPILL, entries_path, key_at, keys_path, locate, read_spill
 
 
-def write_queue_group(spill: Path, group: int, topics: list[list[str]], root: Path, file_size: int
+def write_queue_group(spill: Path, group: int, topics: list[list[str]], output: Path, file_size: int
                       ) -> tuple[list[QueueResult], list[tuple[str, int]], list[Finding]]:
-    """Write the ConsumeQueues of one queue group (executor) from its spill files of every scan task
-    (``topics[t]``: scan task t's topics): (queues written, queues skipped for an unsafe topic, findings)."""
+    """Write the ConsumeQueues of one queue group (executor) into the rebuild's ``output`` directory from its
+    spill files of every scan task (``topics[t]``: scan task t's topics): (queues written, queues skipped for
+    an unsafe topic, findings)."""
     findings: list[Finding] = []
-    writer = ConsumeQueueWriter(root, file_size, findings)
+    writer = ConsumeQueueWriter(StoreMap.of_root(output), file_size, findings)
     for task, names in enumerate(topics):
         for rows in read_spill(entries_path(spill, task, group), ENTRY_SPILL):
             writer.add_entries(names, rows["topic"], rows["queue_id"], rows["queue_offset"], rows["physical_offset"],
@@ -34,11 +36,12 @@ def write_queue_group(spill: Path, group: int, topics: list[list[str]], root: Pa
     return list(writer.queues.values()), writer.skipped(), findings
 
 
-def write_index_file(spill: Path, task_keys: list[int], root: Path, name: str, geometry: Geometry, first: int,
+def write_index_file(spill: Path, task_keys: list[int], output: Path, name: str, geometry: Geometry, first: int,
                      count: int) -> int:
-    """One IndexFile (executor): the ``count`` keys from global rank ``first`` on (``task_keys``: keys per scan
+    """One IndexFile ``name`` in the rebuild's ``output`` directory (executor): the ``count`` keys from global rank ``first`` on (``task_keys``: keys per scan
     task, in order), its header pre-set from the key before (none for the first file). Returns the keys put."""
-    tmp = temporary(root / name)
+    path = StoreMap.of_root(output).index_path(name)
+    tmp = temporary(path)
     buf = open_index_file(tmp, geometry, key_at(spill, task_keys, first - 1) if first > 0 else None)
     put = 0
     task, at = locate(task_keys, first)
@@ -46,5 +49,5 @@ def write_index_file(spill: Path, task_keys: list[int], root: Path, name: str, g
         for rows in read_spill(keys_path(spill, task), KEY_SPILL, at, count - put):
             put += ix.put_keys(buf, geometry, rows["key_hash"], rows["physical_offset"], rows["store_timestamp"])
         task, at = task + 1, 0
-    finish_index_file(buf, tmp, root / name)
+    finish_index_file(buf, tmp, path)
     return put

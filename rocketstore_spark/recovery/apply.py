@@ -8,9 +8,17 @@ that do not change are hard links, so staging costs only what changes), then exc
 ``renameat2(RENAME_EXCHANGE)``; the old store stays whole under the backup name (default
 ``NAME.before-repair-PLANID`` beside it) and ``rollback(plan_dir)`` exchanges it back.
 
-Steps, each recorded in the journal ``PLAN_DIR/apply.json`` before it starts:
+The plan, the journal ``PLAN_DIR/apply.json`` and the receipt are ``recovery.documents``' typed documents; one
+of another type or version is refused by name. The repaired store is built with the settings the plan records
+(every value as resolved when it was made, the release and its family): nothing is resolved again. If the
+broker.conf the plan was made from has changed (its sha256) or is gone, the apply is refused — the plan was
+checked with the old settings and the broker will start with the new ones — unless asked to follow the plan's
+own settings as they are (``follow_plan_settings``); make a new plan to follow the new file.
 
-1. check    the plan's version; its export present and unchanged (the messages a cut loses are safe first);
+Steps, each recorded in the journal before it starts:
+
+1. check    the plan's type and version; the broker.conf it was made from unchanged (above); its export
+            present and unchanged (the messages a cut loses are safe first);
             no broker holding the store's ``lock``; every file the plan saw unchanged (size and mtime; the
             sha256 of those the actions change);
 2. stage    the store's files copied (in place: segments hard-linked) except ``consumequeue/``, ``index/``,
@@ -35,7 +43,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import json
 import os
 import shutil
 import struct
@@ -46,20 +53,24 @@ from rocketstore_spark.codec import checkpoint as checkpoint_codec
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
 from rocketstore_spark.rebuild.output import write_rebuild
-from rocketstore_spark.recovery.plan import PLAN_VERSION, inventory, sha256
+from rocketstore_spark.documents import DocumentError
+from rocketstore_spark.recovery.documents import Journal, Plan, Receipt, journal_path, plan_path
+from rocketstore_spark.recovery.plan import inventory, sha256
 from rocketstore_spark.recovery.report import harmful, recovery_report
-from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, file_digest
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
 from rocketstore_spark.store.files import read_checkpoint
+from rocketstore_spark.store.layout import (ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX, StoreMap, repair_backup,
+                                            repair_kept, repair_staging)
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.scan import scan_segment
 
-JOURNAL = "apply.json"
 CHUNK = 1 << 20
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
-NOT_COPIED = ("consumequeue", "index", "checkpoint", "abort")     # rebuilt, rewritten or removed
+# the store's entries that are rebuilt, rewritten or removed, not copied
+NOT_COPIED = (CONSUMEQUEUE, INDEX, CHECKPOINT, ABORT)
 
 
 class ApplyRefused(ValueError):
@@ -122,7 +133,7 @@ def exchange(a: Path, b: Path) -> bool:
 def broker_holds_lock(root: Path) -> bool:
     """Whether a process holds a POSIX lock on the store's ``lock`` file, as a running broker does
     (``FileChannel.tryLock``); asked with ``F_GETLK`` on a read-only descriptor, which takes no lock."""
-    path = root / "lock"
+    path = StoreMap.of_root(root).lock_path
     if not path.is_file():
         return False
     fd = os.open(path, os.O_RDONLY)
@@ -143,61 +154,84 @@ def _ino(path: Path) -> int | None:
 
 # ------------------------------------------------------------------------------------------------- plan
 
-def load_plan(plan_dir: Path) -> dict:
-    path = plan_dir / "plan.json"
+def load_plan(plan_dir: Path) -> Plan:
+    """The plan in ``plan_dir``; ApplyRefused when there is none, or it is not a plan of this version."""
+    path = plan_path(plan_dir)
     if not path.is_file():
         raise ApplyRefused(f"{path}: no plan there (make one with `rocketstore recover plan STORE --output DIR`)")
     try:
-        plan = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise ApplyRefused(f"{path}: not a plan: {e}") from None
-    if plan.get("plan_version") != PLAN_VERSION:
-        raise ApplyRefused(f"{path}: plan version {plan.get('plan_version')!r}, this version applies "
-                           f"{PLAN_VERSION}: make a new plan")
-    return plan
+        return Plan.load(path)
+    except DocumentError as e:
+        raise ApplyRefused(f"{e}: make a new plan") from None
 
 
-def plan_settings(plan: dict, layout: StoreLayout) -> BrokerSettings:
-    """The broker settings the plan was made with, resolved again against the (unchanged) store."""
-    s = plan["settings"]
-    return resolve(layout, s["options"] or None, s["broker_conf"])
+def load_journal(path: Path) -> Journal | None:
+    """The journal an earlier apply or rollback left at ``path``, or None; ApplyRefused when it is not a
+    journal of this version."""
+    if not path.is_file():
+        return None
+    try:
+        return Journal.load(path)
+    except DocumentError as e:
+        raise ApplyRefused(f"{e}: finish or undo that run with the release that started it") from None
 
 
-def check_store(plan: dict, plan_dir: Path) -> None:
+def plan_settings(plan: Plan) -> BrokerSettings:
+    """The broker settings the plan was made and checked with, as it recorded them (nothing re-read)."""
+    return BrokerSettings.from_json(plan.settings["resolved"])
+
+
+def check_settings(plan: Plan, follow_plan_settings: bool) -> None:
+    """The broker.conf the plan was made from must be as it was (its sha256): the repaired store is built
+    with the plan's settings, and a broker started with other ones would treat it otherwise. ApplyRefused when
+    it changed or is gone, unless ``follow_plan_settings`` says to build with the plan's settings anyway."""
+    conf = plan.settings["resolved"].get("broker_conf")
+    if conf is None or follow_plan_settings:
+        return
+    path = conf["path"]
+    now = file_digest(path) if os.path.isfile(path) else None
+    if now != conf["sha256"]:
+        raise ApplyRefused(f"{path}: the broker.conf the plan was made from {'changed' if now else 'is gone'} since "
+                           f"(sha256 {conf['sha256'][:12]}… then, {now[:12] + '…' if now else 'no file'} now); the "
+                           "plan was checked with the settings it records, not with the new file: make a new plan "
+                           "to follow the new settings, or apply with the plan's own settings as they are "
+                           "(follow_plan_settings)")
+
+
+def check_store(plan: Plan, plan_dir: Path) -> None:
     """Step 1 (module docstring): ApplyRefused naming what is wrong."""
-    store = Path(plan["store"])
+    store = Path(plan.store)
     if not store.is_dir():
         raise ApplyRefused(f"{store}: the plan's store is not there")
-    export = plan_dir / plan["export"]["file"]
-    if not export.is_file() or sha256(export) != plan["export"]["sha256"]:
+    export = plan_dir / plan.export["file"]
+    if not export.is_file() or sha256(export) != plan.export["sha256"]:
         raise ApplyRefused(f"{export}: the export of the messages the repair loses is missing or changed; it is "
                            "what makes the cut safe: make a new plan")
     if broker_holds_lock(store):
-        raise ApplyRefused(f"{store / 'lock'}: a process holds the store's lock — a broker is running on it; stop "
-                           "it first")
+        raise ApplyRefused(f"{StoreMap.of_root(store).lock_path}: a process holds the store's lock — a broker is "
+                           "running on it; stop it first")
     now = inventory(store)
-    seen = plan["inventory"]
+    seen = plan.inventory
     changed = sorted(set(now) ^ set(seen)) + sorted(p for p in set(now) & set(seen) if now[p] != seen[p])
     if changed:
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
         raise ApplyRefused(f"{store}: the store changed since the plan was made ({', '.join(changed[:3])}{more}): "
                            "make a new plan")
-    for rel, digest in plan["checksums"].items():
+    for rel, digest in plan.checksums.items():
         if sha256(store / rel) != digest:
             raise ApplyRefused(f"{store / rel}: its content changed since the plan was made: make a new plan")
 
 
 # ---------------------------------------------------------------------------------------------- staging
 
-def stage(plan: dict, staging: Path, settings: BrokerSettings, link: bool) -> dict:
+def stage(plan: Plan, staging: Path, settings: BrokerSettings, link: bool) -> dict:
     """Step 2 into ``staging`` (which must not exist): what was staged."""
-    store = Path(plan["store"])
-    report = plan["report"]
-    deleted = {f for a in plan["actions"] if a["action"] == "delete" for f in a["files"]}
-    cut = next((a for a in plan["actions"] if a["action"] == "cut"), None)
+    store = Path(plan.store)
+    report = plan.report
+    deleted = set((plan.action("delete") or {"files": []})["files"])
+    cut = plan.action("cut")
     layout = discover(str(store))[0]
-    kept = [os.path.relpath(s.path, store) for s in layout.segments
-            if os.path.relpath(s.path, store) not in deleted]
+    kept = [layout.files.relative(s.path) for s in layout.segments if layout.files.relative(s.path) not in deleted]
     appended_to = kept[-1] if kept else None
     staging.mkdir()
     counts = {"copied": 0, "linked": 0, "cut": 0}
@@ -231,8 +265,8 @@ def stage(plan: dict, staging: Path, settings: BrokerSettings, link: bool) -> di
                "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"]}
     last_ms = _last_store_time(staged)
     original = read_checkpoint(layout.files).checkpoint
-    index_ms = _newest_index_end(staging / "index", index_files)
-    (staging / "checkpoint").write_bytes(_checkpoint(original, last_ms, index_ms, plan["process_offset"] or 0,
+    index_ms = _newest_index_end(staged.files, index_files)
+    staged.files.checkpoint_path.write_bytes(_checkpoint(original, last_ms, index_ms, plan.process_offset or 0,
                                                      report))
     fsync_tree(staging)
     return counts
@@ -258,11 +292,11 @@ def _last_store_time(layout: StoreLayout) -> int:
     return 0
 
 
-def _newest_index_end(index_dir: Path, names: list[str]) -> int:
+def _newest_index_end(files: StoreMap, names: list[str]) -> int:
     """The end timestamp of the newest rebuilt IndexFile (0 without one)."""
     if not names:
         return 0
-    with open(index_dir / sorted(names)[-1], "rb") as f:
+    with open(files.index_path(sorted(names)[-1]), "rb") as f:
         return int(indexfile.decode_header(f.read(indexfile.HEADER_SIZE))["end_timestamp"])
 
 
@@ -281,15 +315,15 @@ def _checkpoint(original: dict | None, last_ms: int, index_ms: int, process_offs
     return checkpoint_codec.encode(**fields)
 
 
-def gate(plan: dict, staging: Path, settings: BrokerSettings) -> dict:
+def gate(plan: Plan, staging: Path, settings: BrokerSettings) -> dict:
     """Step 3: the staged store's recovery report, or ApplyFailed saying what RocketMQ would still do."""
     options = {k: settings.values[k] for k in STORE_SETTINGS} | {"rocketmqVersion": str(settings.release)}
-    doc, _ = recovery_report(str(staging), options=options, release_family=plan["settings"]["release_family"])
+    doc, _ = recovery_report(str(staging), options=options, release_family=plan.settings["release_family"])
     problems = []
     if doc["shutdown"] != "normal":
         problems.append("it would start as after a crash")
-    if doc["process_offset"] != plan["process_offset"]:
-        problems.append(f"its log would end at {doc['process_offset']}, not {plan['process_offset']} "
+    if doc["process_offset"] != plan.process_offset:
+        problems.append(f"its log would end at {doc['process_offset']}, not {plan.process_offset} "
                         f"({doc['stop']['file']} at {doc['stop']['file_position']}: {doc['stop']['reason']})")
     if harmful(doc) or doc["index_files_deleted"]:
         problems.append(f"it would still cut or lose data (lost {doc['lost']['messages']} messages, "
@@ -304,44 +338,47 @@ def gate(plan: dict, staging: Path, settings: BrokerSettings) -> dict:
 # ---------------------------------------------------------------------------------------------- apply
 
 def apply_plan(plan_dir: str | os.PathLike, *, output: str | os.PathLike | None = None, in_place: bool = False,
-               backup: str | os.PathLike | None = None) -> dict:
+               backup: str | os.PathLike | None = None, follow_plan_settings: bool = False) -> dict:
     """Apply the plan in ``plan_dir`` (module docstring): into ``output`` (a new or empty directory outside
-    the store), or with ``in_place`` onto the store itself keeping the old one at ``backup``. Returns the
-    receipt (also in ``plan_dir/apply.json``). Raises ApplyRefused or ApplyFailed with one-line reasons."""
+    the store), or with ``in_place`` onto the store itself keeping the old one at ``backup``. The repaired store
+    is built with the settings the plan records; a broker.conf changed since the plan refuses the apply unless
+    ``follow_plan_settings`` (``check_settings``). Returns the receipt (``Receipt.to_json()``; the journal is
+    in ``plan_dir/apply.json``). Raises ApplyRefused or ApplyFailed with one-line reasons."""
     started = time.monotonic()
     plan_dir = Path(os.path.abspath(plan_dir))
     plan = load_plan(plan_dir)
-    store = Path(plan["store"])
+    store = Path(plan.store)
     if in_place == (output is not None):
         raise ApplyRefused("give either an output directory (a repaired copy) or in-place, not both or neither")
-    pid = plan["plan_id"]
+    pid = plan.plan_id
     if in_place:
         target = store
-        backup = Path(os.path.abspath(backup)) if backup else store.parent / f"{store.name}.before-repair-{pid}"
+        backup = Path(os.path.abspath(backup)) if backup else repair_backup(store, pid)
     else:
         try:
             target = outside_stores(output, [store], "repaired store's directory")
         except OutputError as e:
             raise ApplyRefused(str(e)) from None
         backup = None
-    staging = target.parent / f".{target.name}.repair-{pid}"
-    journal_path = plan_dir / JOURNAL
-    journal = json.loads(journal_path.read_text()) if journal_path.is_file() else None
+    staging = repair_staging(target, pid)
+    path = journal_path(plan_dir)
+    journal = load_journal(path)
 
-    if journal is not None and journal.get("phase") != "staging" and journal["target"] != str(target):
-        raise ApplyRefused(f"{journal_path}: this plan was applied into {journal['target']} already; make a new "
+    if journal is not None and journal.phase != "staging" and journal.target != str(target):
+        raise ApplyRefused(f"{path}: this plan was applied into {journal.target} already; make a new "
                            "plan to repair the store elsewhere")
     if journal is not None:
-        done = _resume(journal, journal_path)
+        done = _resume(journal, path)
         if done is not None:
-            return done
+            return done.to_json()
     _check_target(plan, target, staging, backup, in_place)
+    check_settings(plan, follow_plan_settings)
     check_store(plan, plan_dir)
-    layout = discover(str(store))[0]
-    settings = plan_settings(plan, layout)
-    journal = {"phase": "staging", "mode": "in-place" if in_place else "copy", "store": str(store),
-               "target": str(target), "staging": str(staging), "backup": backup and str(backup)}
-    write_json(journal_path, journal)
+    settings = plan_settings(plan)
+    journal = Journal(phase="staging", mode="in-place" if in_place else "copy", plan_id=pid, store=str(store),
+                      target=str(target), staging=str(staging), backup=backup and str(backup),
+                      settings=plan.settings["resolved"])
+    write_json(path, journal.to_json())
     try:
         staged = stage(plan, staging, settings, link=in_place)
         _reached("staged")
@@ -349,24 +386,22 @@ def apply_plan(plan_dir: str | os.PathLike, *, output: str | os.PathLike | None 
         _reached("checked")
     except BaseException as e:
         shutil.rmtree(staging, ignore_errors=True)
-        journal_path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         if isinstance(e, OSError):
             raise ApplyFailed(f"{e.filename or staging}: {e.strerror or e} while building the repaired store; "
                               f"nothing was changed and the staging directory was removed") from e
         raise
-    journal |= {"phase": "staged", "staging_ino": _ino(staging), "store_ino": _ino(store),
-                "staged": staged, "process_offset": plan["process_offset"],
-                "lost_messages": plan["export"]["messages"], "recovery_after": {
-                    k: after[k] for k in ("shutdown", "start_file", "process_offset", "stop")}}
-    write_json(journal_path, journal)
+    journal.phase, journal.staging_ino, journal.store_ino = "staged", _ino(staging), _ino(store)
+    journal.staged, journal.process_offset, journal.lost_messages = staged, plan.process_offset, plan.export["messages"]
+    journal.recovery_after = {k: after[k] for k in ("shutdown", "start_file", "process_offset", "stop")}
+    write_json(path, journal.to_json())
     _reached("journaled")
-    receipt = _publish(journal, journal_path)
-    receipt["seconds"] = round(time.monotonic() - started, 3)
-    return receipt
+    receipt = _publish(journal, path).receipt(seconds=round(time.monotonic() - started, 3))
+    return receipt.to_json()
 
 
-def _check_target(plan: dict, target: Path, staging: Path, backup: Path | None, in_place: bool) -> None:
-    store = Path(plan["store"])
+def _check_target(plan: Plan, target: Path, staging: Path, backup: Path | None, in_place: bool) -> None:
+    store = Path(plan.store)
     if in_place:
         parent = store.parent
         if os.stat(store).st_dev != os.stat(parent).st_dev:
@@ -390,24 +425,25 @@ def _check_target(plan: dict, target: Path, staging: Path, backup: Path | None, 
         shutil.rmtree(staging)
 
 
-def _publish(journal: dict, journal_path: Path) -> dict:
+def _publish(journal: Journal, path: Path) -> Journal:
     """Step 4 from a staged journal; also finishes one interrupted part-way (the inodes say how far)."""
-    staging, target = Path(journal["staging"]), Path(journal["target"])
-    new_ino, old_ino = journal["staging_ino"], journal["store_ino"]
-    if journal["mode"] == "copy":
+    staging, target = Path(journal.staging), Path(journal.target)
+    new_ino, old_ino = journal.staging_ino, journal.store_ino
+    if journal.mode == "copy":
         if _ino(target) != new_ino:
             if target.is_dir() and not any(target.iterdir()):
                 target.rmdir()
             rename(staging, target)
     else:
-        backup = Path(journal["backup"])
+        backup = Path(journal.backup)
         if _ino(target) == old_ino and _ino(staging) == new_ino:
             if broker_holds_lock(target):
-                raise ApplyRefused(f"{target / 'lock'}: a broker started on the store meanwhile; stop it first")
+                raise ApplyRefused(f"{StoreMap.of_root(target).lock_path}: a broker started on the store meanwhile; "
+                                   "stop it first")
             if exchange(staging, target):
                 _reached("exchanged")
             else:
-                journal["exchange"] = "two renames (the filesystem cannot exchange)"
+                journal.exchange = "two renames (the filesystem cannot exchange)"
                 rename(target, backup)
                 _reached("moved-old")
         if _ino(target) is None and _ino(backup) == old_ino:
@@ -416,57 +452,58 @@ def _publish(journal: dict, journal_path: Path) -> dict:
             rename(staging, backup)
         if not (_ino(target) == new_ino and _ino(backup) == old_ino):
             raise ApplyFailed(f"{target}: neither the store nor its repaired copy is where the journal "
-                              f"{journal_path} says; nothing more was done (look at {staging} and {backup})")
-    journal["phase"] = "applied"
-    journal["applied_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    write_json(journal_path, journal)
+                              f"{path} says; nothing more was done (look at {staging} and {backup})")
+    journal.phase = "applied"
+    journal.applied_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    write_json(path, journal.to_json())
     _reached("applied")
-    return dict(journal)
+    return journal
 
 
-def _resume(journal: dict, journal_path: Path) -> dict | None:
+def _resume(journal: Journal, path: Path) -> Receipt | None:
     """What a journal left by an earlier run means: the receipt of a finished apply, a finished publication,
     or None (start again: a staging a killed run left is removed)."""
-    phase = journal.get("phase")
-    if phase == "applied":
-        if _ino(Path(journal["target"])) == journal["staging_ino"]:
-            return dict(journal) | {"already_applied": True}
-        raise ApplyRefused(f"{journal_path}: this plan was applied, but {journal['target']} is no longer the "
+    if journal.phase == "applied":
+        if _ino(Path(journal.target)) == journal.staging_ino:
+            return journal.receipt(already_applied=True)
+        raise ApplyRefused(f"{path}: this plan was applied, but {journal.target} is no longer the "
                            "store it made: make a new plan")
-    if phase in ("rolled-back", "rolling-back"):
-        raise ApplyRefused(f"{journal_path}: this plan was applied and rolled back: make a new plan")
-    if phase == "staged":
-        return _publish(journal, journal_path)
-    shutil.rmtree(journal["staging"], ignore_errors=True)        # "staging": killed while staging or checking
-    journal_path.unlink(missing_ok=True)
+    if journal.phase in ("rolled-back", "rolling-back"):
+        raise ApplyRefused(f"{path}: this plan was applied and rolled back: make a new plan")
+    if journal.phase == "staged":
+        return _publish(journal, path).receipt()
+    shutil.rmtree(journal.staging, ignore_errors=True)        # "staging": killed while staging or checking
+    path.unlink(missing_ok=True)
     return None
 
 
 def rollback(plan_dir: str | os.PathLike) -> dict:
     """Undo an in-place apply: the old store (at the backup name) goes back in place, the repaired one is kept
-    as ``NAME.repaired-PLANID`` beside it. Anything a broker wrote to the repaired store since stays there."""
+    as ``NAME.repaired-PLANID`` beside it. Anything a broker wrote to the repaired store since stays there.
+    Returns the receipt (``Receipt.to_json()``)."""
     plan_dir = Path(os.path.abspath(plan_dir))
-    journal_path = plan_dir / JOURNAL
-    if not journal_path.is_file():
+    path = journal_path(plan_dir)
+    journal = load_journal(path)
+    if journal is None:
         raise ApplyRefused(f"{plan_dir}: this plan was never applied")
-    journal = json.loads(journal_path.read_text())
-    if journal.get("mode") != "in-place":
-        raise ApplyRefused(f"{plan_dir}: this plan was applied into a copy ({journal.get('target')}); the store "
+    if journal.mode != "in-place":
+        raise ApplyRefused(f"{plan_dir}: this plan was applied into a copy ({journal.target}); the store "
                            "itself was never changed: delete the copy if it is not wanted")
-    target, backup = Path(journal["target"]), Path(journal["backup"])
-    kept = target.parent / f"{target.name}.repaired-{load_plan(plan_dir)['plan_id']}"
-    new_ino, old_ino = journal["staging_ino"], journal["store_ino"]
-    if journal["phase"] == "applied":
+    target, backup = Path(journal.target), Path(journal.backup)
+    kept = repair_kept(target, journal.plan_id)
+    new_ino, old_ino = journal.staging_ino, journal.store_ino
+    if journal.phase == "applied":
         if _ino(target) != new_ino or _ino(backup) != old_ino:
             raise ApplyRefused(f"{target}: the repaired store or the backup {backup} was moved since the apply; "
                                "nothing was done")
-    elif journal["phase"] != "rolling-back":
-        raise ApplyRefused(f"{plan_dir}: nothing to roll back (the apply is {journal['phase']})")
+    elif journal.phase != "rolling-back":
+        raise ApplyRefused(f"{plan_dir}: nothing to roll back (the apply is {journal.phase})")
     if _ino(target) == new_ino and _ino(backup) == old_ino:
         if broker_holds_lock(target):
-            raise ApplyRefused(f"{target / 'lock'}: a broker is running on the store; stop it first")
-        journal |= {"phase": "rolling-back", "repaired_kept": str(kept)}
-        write_json(journal_path, journal)
+            raise ApplyRefused(f"{StoreMap.of_root(target).lock_path}: a broker is running on the store; stop it "
+                               "first")
+        journal.phase, journal.repaired_kept = "rolling-back", str(kept)
+        write_json(path, journal.to_json())
         if exchange(backup, target):
             _reached("exchanged-back")
         else:
@@ -477,8 +514,8 @@ def rollback(plan_dir: str | os.PathLike) -> dict:
     if _ino(target) == old_ino and _ino(backup) == new_ino:
         rename(backup, kept)
     if not (_ino(target) == old_ino and _ino(kept) == new_ino):
-        raise ApplyFailed(f"{target}: the stores are not where the journal {journal_path} says; nothing more "
+        raise ApplyFailed(f"{target}: the stores are not where the journal {path} says; nothing more "
                           "was done")
-    journal["phase"] = "rolled-back"
-    write_json(journal_path, journal)
-    return dict(journal)
+    journal.phase = "rolled-back"
+    write_json(path, journal.to_json())
+    return journal.receipt().to_json()

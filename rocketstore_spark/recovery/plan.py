@@ -4,18 +4,11 @@ writes only into an output directory outside it).
 
 ``make_plan(store, output)`` writes ``OUTPUT/lost-messages.parquet`` (every column of the ``rocketmq`` source
 for each valid, CRC-correct record at or after the recovery report's ``process_offset``: enough to publish
-them again) and ``OUTPUT/plan.json`` (``PLAN_VERSION`` 2):
-
-    plan_id, store, made_at, rocketmq_version, process_offset
-    settings        how the plan was made (broker settings given, broker.conf, release family): ``apply``
-                    resolves the same ones
-    export          the export file, its message count and sha256 (``apply`` refuses a missing or changed one)
-    inventory       every file of the store: relative path -> [size, mtime_ns]
-    checksums       the sha256 of every store file the actions change
-    actions         in order: export, cut the CommitLog where RocketMQ would, delete the later segments,
-                    rebuild ConsumeQueues and IndexFiles from the cut log (``rebuild.output``), write a
-                    checkpoint that matches it, remove ``abort``
-    report          the recovery report the plan was made from
+them again) and ``OUTPUT/plan.json``, a ``recovery.documents.Plan`` (its fields are described there). Its
+actions, in order: export, cut the CommitLog where RocketMQ would, delete the later segments, rebuild
+ConsumeQueues and IndexFiles from the cut log (``rebuild.output``), write a checkpoint that matches it, remove
+``abort``. The plan carries the settings as resolved (every value, where it came from, the release and its
+family, the broker.conf's sha256): ``apply`` follows them and re-reads nothing; it refuses a changed export.
 
 ``recovery.apply`` carries it out (into a copy, or in place on request) and refuses a store whose inventory or
 checksums changed since. Nothing here changes the store.
@@ -31,14 +24,12 @@ import numpy as np
 
 from rocketstore_spark.codec.commitlog import MAX_SEGMENT_SIZE
 from rocketstore_spark.lookup.export import Slice, export
+from rocketstore_spark.recovery.documents import EXPORT, Plan, plan_path
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.durable import write_json
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
-
-PLAN_VERSION = 2
-
 
 def sha256(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
@@ -74,7 +65,7 @@ def dirty_after(path: Path, position: int) -> bool:
 def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
               broker_conf: str | None = None, release_family: str | None = None) -> dict:
     """Export what a restart would lose and write the plan (module docstring) into ``output``; returns the
-    plan. ``output`` must be outside the store and must not hold a plan yet."""
+    plan document (``Plan.to_json()``). ``output`` must be outside the store and must not hold a plan yet."""
     layouts = discover(store)
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
@@ -86,21 +77,22 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
                              "(mappedFileSizeCommitLog is a Java int): move it out of the store before planning a "
                              "repair")
     out = outside_stores(output, store_roots(layouts), "plan directory")
-    if (out / "plan.json").exists():
-        raise OutputError(f"{out / 'plan.json'} already exists: give an empty or new directory")
+    if plan_path(out).exists():
+        raise OutputError(f"{plan_path(out)} already exists: give an empty or new directory")
     out.mkdir(parents=True, exist_ok=True)
     doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
-    root = Path(layout.files.root or layout.files.commitlog_dir.parent)
+    root = layout.files.base
     # the clean starts after this one would cut further (damage this start's walk skipped): the repair cuts
     # where the last of them would, so the repaired store starts cleanly every time, not only the next time
     end = doc["later_starts"][-1] if doc["later_starts"] else doc
     po = end["process_offset"]
     deleted = [f for start in (doc, *doc["later_starts"]) for f in start["commitlog_files_deleted"]]
     actions, touched, alternatives = [], [], []
-    lost_file = out / "lost-messages.parquet"
-    delay_levels = resolve(layout, options, broker_conf).message_delay_level
+    lost_file = out / EXPORT
+    settings = resolve(layout, options, broker_conf)
     # every valid, CRC-correct record from the end of the log on (no log at all: nothing)
-    exported = export([layout], lost_file, Slice(from_offset=po or 0, crc_ok_only=True), delay_levels=delay_levels)
+    exported = export([layout], lost_file, Slice(from_offset=po or 0, crc_ok_only=True),
+                      delay_levels=settings.message_delay_level)
     actions.append({"action": "export", "what": "every valid, CRC-correct message the restart would lose",
                     "file": str(lost_file), "messages": exported})
     if po is not None and end["stop"]["file"]:
@@ -126,20 +118,22 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         touched += [root / f for f in deleted]
     actions.append({"action": "rebuild", "what": "consumequeue/ and index/ from the cut CommitLog",
                     "how": "rocketstore rebuild (byte for byte what RocketMQ writes), then swap directories"})
-    for name in ("checkpoint", "abort"):
-        if (root / name).exists():
-            touched.append(root / name)
+    for path in (layout.files.checkpoint_path, layout.files.abort_path):
+        if path is not None and path.exists():
+            touched.append(path)
     actions.append({"action": "write_checkpoint", "what": "physic/logics/index timestamps of the last record kept"})
     if doc["shutdown"] == "abnormal":
-        actions.append({"action": "remove", "file": "abort", "when": "after every other step succeeded"})
+        actions.append({"action": "remove", "file": layout.files.relative(layout.files.abort_path),
+                        "when": "after every other step succeeded"})
     made_at = dt.datetime.now(dt.timezone.utc)
-    plan = {"plan_version": PLAN_VERSION, "plan_id": made_at.strftime("%Y%m%dT%H%M%S%fZ"), "store": str(root),
-            "made_at": made_at.isoformat(), "rocketmq_version": doc["rocketmq_version"], "process_offset": po,
-            "settings": {"options": dict(options or {}), "broker_conf": broker_conf and os.path.abspath(broker_conf),
-                         "release_family": release_family},
-            "export": {"file": lost_file.name, "messages": exported, "sha256": sha256(lost_file)},
-            "inventory": inventory(root),
-            "checksums": {os.path.relpath(p, root): sha256(p) for p in touched if p.is_file()},
-            "actions": actions, "alternatives": alternatives, "report": doc}
-    write_json(out / "plan.json", plan)
-    return plan
+    plan = Plan(plan_id=made_at.strftime("%Y%m%dT%H%M%S%fZ"), store=str(root), made_at=made_at.isoformat(),
+                rocketmq_version=doc["rocketmq_version"], process_offset=po,
+                settings={"options": dict(options or {}), "broker_conf": broker_conf and os.path.abspath(broker_conf),
+                          "release_family": release_family, "resolved": settings.to_json()},
+                export={"file": lost_file.name, "messages": exported, "sha256": sha256(lost_file)},
+                inventory=inventory(root),
+                checksums={layout.files.relative(p): sha256(p) for p in touched if p.is_file()},
+                actions=actions, alternatives=alternatives, report=doc)
+    document = plan.to_json()
+    write_json(plan_path(out), document)
+    return document

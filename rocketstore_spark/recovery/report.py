@@ -3,7 +3,7 @@ document (driver or CLI; reads the store read-only, writes nothing).
 
 ``recovery_report(path)`` runs ``rocketmq.recovery`` with the settings ``rocketmq.settings.resolve`` gives
 (options > broker.conf > what the files show > RocketMQ's defaults) and returns the document; its top level
-(``DOCUMENT_VERSION`` 1):
+(``documents.header``: type rocketstore-spark/recovery-report, ``DOCUMENT_VERSION`` 1):
 
     rocketmq_version        the release family mirrored (4.9.x, 5.0-5.3.1, 5.3.2-5.3.x, 5.5.x) and why
     shutdown                "normal" or "abnormal" (the abort file), with the checkpoint and its minimum
@@ -31,13 +31,16 @@ from collections import Counter
 import numpy as np
 import pyarrow.compute as pc
 
+from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.files import read_consumer_offsets
+from rocketstore_spark.store.layout import StoreMap
 
+DOCUMENT_TYPE = "rocketstore-spark/recovery-report"
 DOCUMENT_VERSION = 1
 
 
@@ -59,7 +62,6 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         family_named(release_family)            # a ValueError naming the choices before anything is read
     sim = Simulation(layout, settings, release_family)
     r = sim.run()
-    root = str(layout.files.root or layout.files.commitlog_dir.parent)
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),
                    default=w.process_offset if w else 0)
@@ -70,10 +72,9 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         queues.append({"topic": q.topic, "queue_id": q.queue_id, "max_offset": q.final_max_offset,
                        "max_offset_on_disk": before,
                        "entries_cut": max(0, before - cut) if cut is not None else 0,
-                       "files_deleted": [p[len(root) + 1:] if p.startswith(root + "/") else p for p in q.files_deleted],
+                       "files_deleted": [layout.files.relative(p) for p in q.files_deleted],
                        "entries_dispatched": q.redispatched})
-    doc = {
-        "document_version": DOCUMENT_VERSION,
+    doc = header(DOCUMENT_TYPE, DOCUMENT_VERSION) | {
         "store": layout.name,
         "rocketmq_version": r.release_family,
         "release": {"detected_or_given": str(settings.release), "source": settings.sources.get("rocketmqVersion"),
@@ -91,7 +92,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "start_reason": w.start_reason if w else None,
         "walk": w.segments_walked if w else [],
         "process_offset": w.process_offset if w else None,
-        "stop": {"file": f"commitlog/{w.stop_file}" if w and w.stop_file else None,
+        "stop": {"file": layout.files.relative(layout.files.commitlog_dir / w.stop_file) if w and w.stop_file else None,
                  "file_position": w.stop_position if w else None, "reason": w.stop_reason if w else None},
         "commitlog_files_deleted": r.commitlog_files_deleted,
         "commitlog_bytes_cut": max(0, data_end - w.process_offset) if w else 0,
@@ -100,18 +101,18 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "dispatch": {"from": r.dispatch_from, "to": r.dispatch_to},
         "lost": _lost(r.lost),
         "consumer_offsets_past_end": _offsets_past_end(layout, r),
-        "later_starts": _later_starts(r, w.process_offset if w else None),
+        "later_starts": _later_starts(layout.files, r, w.process_offset if w else None),
     }
     return doc, r
 
 
-def _later_starts(r: RecoveryReport, process_offset: int | None) -> list[dict]:
+def _later_starts(files: StoreMap, r: RecoveryReport, process_offset: int | None) -> list[dict]:
     out = []
     for later in r.later_starts:
         w = later.walk
         out.append({"start_file": w.start_file, "start_reason": w.start_reason, "walk": w.segments_walked,
                     "process_offset": w.process_offset,
-                    "stop": {"file": f"commitlog/{w.stop_file}", "file_position": w.stop_position,
+                    "stop": {"file": files.relative(files.commitlog_dir / w.stop_file), "file_position": w.stop_position,
                              "reason": w.stop_reason},
                     "commitlog_files_deleted": later.commitlog_files_deleted,
                     "commitlog_bytes_cut": process_offset - w.process_offset, "lost": _lost(later.lost)})

@@ -24,7 +24,7 @@ import numpy as np
 
 from rocketstore_spark.codec import consumequeue as cq_codec
 from rocketstore_spark.codec.consumequeue import ENTRY_DTYPE, ENTRY_SIZE, FILLER_SIZE
-from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.layout import StoreMap, offset_name
 from rocketstore_spark.store.queues import unreadable_queue_file
 
 DEFAULT_FILE_SIZE = 300_000 * ENTRY_SIZE
@@ -127,7 +127,7 @@ def build_queue(queue_offset, physical_offset, size, tags_code, file_size: int =
     image[slots[keep] - state.first + state.fillers] = entries(np.asarray(physical_offset)[keep],
                                                                np.asarray(size)[keep], np.asarray(tags_code)[keep])
     data = image.tobytes()
-    files = [(f"{state.file_start + k:020d}", data[k:k + file_size].ljust(file_size, b"\0"))
+    files = [(offset_name(state.file_start + k), data[k:k + file_size].ljust(file_size, b"\0"))
              for k in range(0, len(data), file_size)]
     return state, files
 

@@ -344,13 +344,13 @@ class Simulation:
         w = self.walk(start, why)
         report.walk = w
         po = w.process_offset
-        report.commitlog_files_deleted = [os.path.relpath(s.path, str(files.root or files.commitlog_dir.parent))
+        report.commitlog_files_deleted = [files.relative(s.path)
                                           for s in segs if s.base_offset > po]
         if self.abnormal and self.index_enable and files.index_dir is not None:
             for p in files.index_files():
                 view = read_index_file(str(p), self.settings.geometry.hash_slot_num)
                 if view.header["end_timestamp"] > self.checkpoint["index_msg_timestamp"]:
-                    report.index_files_deleted.append(f"index/{p.name}")
+                    report.index_files_deleted.append(files.relative(p))
         log_min = segs[0].base_offset
         file_size = self.settings.consume_queue_file_size
         dispatch_rule = self.family.normal_dispatch
@@ -379,7 +379,7 @@ class Simulation:
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
             report.later_starts.append(LaterStart(
-                w, [os.path.relpath(s.path, str(files.root or files.commitlog_dir.parent))
+                w, [files.relative(s.path)
                     for s in segs if w.process_offset < s.base_offset <= cut_to],
                 self._lost(w.process_offset, cut_to)))
             cut_to = w.process_offset

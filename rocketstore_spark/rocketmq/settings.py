@@ -13,9 +13,18 @@ files show:
 
 A given setting (option or broker.conf) that contradicts what the files show is a conflict: the rebuild
 refuses (a ConsumeQueue or IndexFile of another size is one RocketMQ would misread) unless told to go ahead.
+
+Resolved settings travel in the documents we write (the repair plan, the rebuild's and audit's JSON) as
+``BrokerSettings.to_json()``; ``from_json`` gives them back as they were decided, nothing re-read:
+
+    release, release_label, release_family      the RocketMQ release followed, as read, and its family
+    values      every broker_conf.STORE_SETTINGS value used      sources   setting -> where its value came from
+    conflicts   given settings the store's files contradict      broker_conf   the file given, if any, and the
+                                                                               sha256 of its content
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -48,18 +57,45 @@ class BrokerSettings:
     values: dict = field(default_factory=dict)                  # every broker_conf.STORE_SETTINGS value used
     release_label: str = ""                  # the release as a person should read it ("5.4.0 or later")
 
+    broker_conf: dict | None = None          # {"path", "sha256"} of the broker.conf read, if one was
+
     def __post_init__(self):
         self.release_label = self.release_label or str(self.release)
+
+    def to_json(self) -> dict:
+        """The settings as decided (module docstring), JSON-ready."""
+        return {"release": str(self.release), "release_label": self.release_label,
+                "release_family": self.release.family.name, "values": dict(self.values),
+                "sources": dict(self.sources), "conflicts": list(self.conflicts), "broker_conf": self.broker_conf}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "BrokerSettings":
+        """The settings ``to_json`` wrote, as they were: nothing is resolved again."""
+        values = obj["values"]
+        geometry = Geometry(values["maxHashSlotNum"], values["maxIndexNum"]) if values["messageIndexEnable"] \
+            else None
+        return cls(Release.parse(obj["release"]), file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
+                   values["messageDelayLevel"], dict(obj["sources"]), list(obj["conflicts"]), dict(values),
+                   obj["release_label"], obj.get("broker_conf"))
+
+
+def file_digest(path: str) -> str:
+    """The sha256 of a file's content (a broker.conf, to tell later whether it changed)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> BrokerSettings:
     """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in
     broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored."""
-    given, sources = {}, {}
+    given, sources, conf = {}, {}, None
     if broker_conf_path:
-        with open(broker_conf_path, encoding="utf-8", errors="replace") as f:
-            for k, v in broker_conf.store_settings(broker_conf.parse_properties(f.read())).items():
-                given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
+        with open(broker_conf_path, "rb") as f:
+            raw = f.read()
+        conf = {"path": os.path.abspath(broker_conf_path), "sha256": hashlib.sha256(raw).hexdigest()}
+        text = raw.decode("utf-8", errors="replace")
+        for k, v in broker_conf.store_settings(broker_conf.parse_properties(text)).items():
+            given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
     for k, v in (options or {}).items():
         if v is not None:
             if isinstance(v, str) and k in broker_conf.STORE_SETTINGS:      # typed as broker.conf values are
@@ -128,26 +164,23 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                                       "releases these rules were read from (4.x to 5.5.1): dispatched by the "
                                       "newest rules known, unverified")
     return BrokerSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
-                           values["messageDelayLevel"], sources, conflicts, values, label)
-
-
-FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")
+                           values["messageDelayLevel"], sources, conflicts, values, label, conf)
 
 
 def detect_5x(layout: StoreLayout) -> str | None:
     """Why the store was written by RocketMQ 5.x, or None: a 5.x-only directory in the store root, an
     ``abort.bak`` or a non-empty ``abort``, or a checkpoint with 5.x fields set (bytes 24..47 are zero in
     4.x)."""
-    root = layout.files.root
-    if root is None:
+    files = layout.files
+    if files.root is None:
         return None
-    for name in FIVE_X_DIRECTORIES:
-        if (root / name).is_dir():
-            return f"it has {name}/"
+    five_x = files.five_x_dirs()
+    if five_x:
+        return f"it has {five_x[0].name}/"
     # 5.x keeps abort.bak next to abort and writes into abort; 4.x leaves an empty abort and no abort.bak
-    if (root / "abort.bak").is_file():
-        return "it has abort.bak"
-    abort = root / "abort"
+    if files.abort_bak_path.is_file():
+        return f"it has {files.abort_bak_path.name}"
+    abort = files.abort_path
     if abort.is_file() and abort.stat().st_size > 0:
         return "its abort file is not empty"
     path = layout.files.checkpoint_path

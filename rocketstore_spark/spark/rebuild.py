@@ -80,7 +80,7 @@ def _run(spark, partitions, work: Path, out: Path, settings: BrokerSettings, gro
     """The two stages (driver): (queue rows, IndexFile names, findings rendered)."""
     from pyspark.sql import Row
     geometry, release, delay = settings.geometry, settings.release, settings.message_delay_level
-    work_s, cq_root, file_size = str(work), str(out / "consumequeue"), settings.consume_queue_file_size
+    work_s, out_s, file_size = str(work), str(out), settings.consume_queue_file_size
 
     def scan(batches):
         for b in batches:
@@ -104,19 +104,18 @@ def _run(spark, partitions, work: Path, out: Path, settings: BrokerSettings, gro
     for first, _ in files:           # named by their first key's store time, kept increasing
         name, previous_ms = index_name(spill.key_at(work, task_keys, first)[1], previous_ms)
         names.append(name)
-    index_root = str(out / "index")
 
     def write(batches):
         for b in batches:
             for spec in b.to_pylist():
                 if spec["kind"] == "index":
-                    parallel.write_index_file(Path(work_s), task_keys, Path(index_root), spec["name"], geometry,
+                    parallel.write_index_file(Path(work_s), task_keys, Path(out_s), spec["name"], geometry,
                                            spec["group_or_first"], spec["count"])
                     yield pa.RecordBatch.from_pylist([{"kind": "index", "name": spec["name"], "queues": [],
                                                        "findings": []}], schema=WRITE_ARROW)
                     continue
                 written, unsafe, found = parallel.write_queue_group(Path(work_s), spec["group_or_first"], topics,
-                                                                 Path(cq_root), file_size)
+                                                                 Path(out_s), file_size)
                 rows = [(q.topic, q.queue_id, q.files, q.state.max_offset, q.state.written, q.state.skipped,
                          q.state.moved) for q in written] + [(t, qid, [], 0, 0, 0, 0) for t, qid in unsafe]
                 rendered = [f.render() for f in found]

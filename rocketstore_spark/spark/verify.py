@@ -29,6 +29,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from rocketstore_spark.datasource.schemas import struct
+from rocketstore_spark.documents import header
 from rocketstore_spark.findings import FIELDS, Finding, Severity, finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import Release
@@ -298,21 +299,25 @@ def lag_frame(spark, run: VerifyRun):
     return spark.createDataFrame(lag_rows(run), LAG_SCHEMA)
 
 
+DOCUMENT_TYPE = "rocketstore-spark/verify"
 DOCUMENT_VERSION = 1
 
 
 def document(run: VerifyRun) -> dict:
-    """The run as one JSON-ready document (``document_version`` 1): per store its settings, summary counts,
-    queues, lag and findings (each in the findings schema)."""
+    """The run as one JSON-ready document (``documents.header``, type rocketstore-spark/verify, version 1): per
+    store its settings (the resolved ones, ``BrokerSettings.to_json``, with mappedFileSizeConsumeQueue,
+    maxHashSlotNum and maxIndexNum as followed), summary counts, queues, lag and findings (each in the findings
+    schema)."""
     def lag(x: QueueLag) -> dict:
         return {k: getattr(x, k) for k in QueueLag.__dataclass_fields__}
-    return {
-        "document_version": DOCUMENT_VERSION, "run_id": run.run_id, "run_time": run.run_time.isoformat(),
+    return header(DOCUMENT_TYPE, DOCUMENT_VERSION) | {
+        "run_id": run.run_id, "run_time": run.run_time.isoformat(),
         "seconds": run.seconds,
         "stores": [{
             "store": s.store, "worst": s.worst,
             "rocketmq_version": str(s.settings.release),
-            "settings": {"mappedFileSizeConsumeQueue": s.settings.consume_queue_file_size,
+            "settings": s.settings.to_json() | {
+                         "mappedFileSizeConsumeQueue": s.settings.consume_queue_file_size,
                          "maxHashSlotNum": s.settings.geometry.hash_slot_num if s.settings.geometry else None,
                          "maxIndexNum": s.settings.geometry.index_num if s.settings.geometry else None,
                          "sources": s.settings.sources},

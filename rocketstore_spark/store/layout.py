@@ -3,17 +3,23 @@
     {root}/commitlog/{20-digit base offset}                 CommitLog segments
     {root}/consumequeue/{topic}/{queue id}/{20-digit CQ byte offset}
     {root}/index/{yyyyMMddHHmmssSSS}                        IndexFiles (named by creation time)
-    {root}/checkpoint, {root}/abort, {root}/lock
+    {root}/checkpoint, {root}/abort (+ abort.bak in 5.x), {root}/lock
     {root}/config/consumerOffset.json (+ .bak), topics.json, subscriptionGroup.json, delayOffset.json
+    {root}/rocksdbstore, compaction, timerwheel, timerlog, consumequeue_ext   directories only some brokers keep
 
 (docs/format/README.md). A bare CommitLog directory has no root: only its segments exist. Everything else
-asks a ``StoreMap`` for a path instead of joining names itself. Listing only, nothing is opened; runs on the
+asks a ``StoreMap`` for a path instead of joining names itself — for the files we read and for those we write:
+a rebuild's output directory is laid out as a store (``StoreMap.of_root(output)``: its ``consumequeue/`` and
+``index/``), and the repair's staging, backup and kept stores are named beside the store by ``repair_staging``,
+``repair_backup`` and ``repair_kept``. A topic read from the data becomes a directory name only through
+``queue_dir``, which refuses one that is not a safe path component (``safe_component``). Listing only, nothing is opened; runs on the
 driver (planning) and in executors (a queue's files). Entries that are not what their name says — special
 files, directories where files belong, names out of range — are left out of listings (discovery reports
 those of commitlog/; queue and index directories skip them as the broker does).
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import stat
@@ -30,8 +36,48 @@ SUBSCRIPTION_GROUPS = "subscriptionGroup.json"
 DELAY_OFFSETS = "delayOffset.json"
 
 
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}"
+COMMITLOG, CONSUMEQUEUE, INDEX, CONFIG = "commitlog", "consumequeue", "index", "config"
+CHECKPOINT, ABORT, ABORT_BAK, LOCK = "checkpoint", "abort", "abort.bak", "lock"
+FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")   # written by 5.x brokers only
+CONSUME_QUEUE_EXT = "consumequeue_ext"                                          # enableConsumeQueueExt
+
+
+def offset_name(offset: int) -> str:
+    """The 20-digit name of a CommitLog segment (its base offset) or ConsumeQueue file (its queue byte
+    offset)."""
+    return f"{offset:020d}"
+
+
+def index_file_name(ms: int) -> str:
+    """An IndexFile's name for a creation time (ms since the epoch): yyyyMMddHHmmssSSS, UTC."""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3]
+
+
+def safe_component(name: str) -> bool:
+    """Whether a name read from data (a topic) can be one directory name: not empty, ``.``/``..``, no ``/``,
+    NUL or other control character, at most 255 bytes."""
+    return (bool(name) and name not in (".", "..") and "/" not in name
+            and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
+            and len(name.encode("utf-8", "surrogatepass")) <= 255)
+
+
+class UnsafeName(ValueError):
+    """A name read from data that cannot be a directory name (``safe_component``)."""
+
+
+def repair_staging(target: Path, plan_id: str) -> Path:
+    """Where a repair builds the repaired store before publishing it at ``target`` (hidden, beside it)."""
+    return target.parent / f".{target.name}.repair-{plan_id}"
+
+
+def repair_backup(store: Path, plan_id: str) -> Path:
+    """Where an in-place repair keeps the old store by default (beside it)."""
+    return store.parent / f"{store.name}.before-repair-{plan_id}"
+
+
+def repair_kept(store: Path, plan_id: str) -> Path:
+    """Where a rollback keeps the repaired store it takes out of place (beside it)."""
+    return store.parent / f"{store.name}.repaired-{plan_id}"
 
 
 def parse_offset_name(name: str) -> int | None:
@@ -66,21 +112,46 @@ class StoreMap:
     @classmethod
     def of_root(cls, root) -> "StoreMap":
         root = Path(root)
-        return cls(root, root / "commitlog")
+        return cls(root, root / COMMITLOG)
 
     def _under_root(self, *parts: str) -> Path | None:
         return None if self.root is None else self.root.joinpath(*parts)
 
+    @property
+    def base(self) -> Path:
+        """The directory store-relative names are relative to: the root, or a bare CommitLog's parent."""
+        return self.root or self.commitlog_dir.parent
+
+    def relative(self, path) -> str:
+        """``path`` as a store-relative name (``commitlog/00000000000000000000``)."""
+        return os.path.relpath(path, self.base)
+
     # ------------------------------------------------------------------------------------ commitlog
 
     def segment_path(self, base_offset: int) -> Path:
-        return self.commitlog_dir / segment_name(base_offset)
+        return self.commitlog_dir / offset_name(base_offset)
 
     # --------------------------------------------------------------------------------- consumequeue
 
     @property
     def consumequeue_dir(self) -> Path | None:
-        return self._under_root("consumequeue")
+        return self._under_root(CONSUMEQUEUE)
+
+    def queue_dir(self, topic: str, queue_id: int) -> Path:
+        """consumequeue/{topic}/{queue_id} (a store with a root); UnsafeName for a topic that cannot be a
+        directory name."""
+        if not safe_component(topic):
+            raise UnsafeName(f"topic {topic!r} cannot be a directory name")
+        return self._under_root(CONSUMEQUEUE, topic, str(int(queue_id)))
+
+    def queue_file_path(self, topic: str, queue_id: int, file_offset: int) -> Path:
+        """The ConsumeQueue file of ``topic``/``queue_id`` whose first entry is at queue byte ``file_offset``."""
+        return self.queue_dir(topic, queue_id) / offset_name(file_offset)
+
+    @staticmethod
+    def queue_file_name(topic: str, queue_id: int, file_offset: int) -> str:
+        """The store-relative name of that file, for reports only (any topic; never opened)."""
+        return f"{CONSUMEQUEUE}/{topic}/{queue_id}/{offset_name(file_offset)}"
 
     def queue_dirs(self) -> list[tuple[str, int, Path]]:
         """(topic, queue_id, directory) of every ConsumeQueue, as RocketMQ loads them: queue directories whose
@@ -112,7 +183,11 @@ class StoreMap:
 
     @property
     def index_dir(self) -> Path | None:
-        return self._under_root("index")
+        return self._under_root(INDEX)
+
+    def index_path(self, name: str) -> Path:
+        """index/{name}: an IndexFile (``index_file_name``) of a store with a root."""
+        return self._under_root(INDEX, name)
 
     def index_files(self) -> list[Path]:
         """IndexFiles in name (= creation time) order."""
@@ -125,18 +200,30 @@ class StoreMap:
 
     @property
     def checkpoint_path(self) -> Path | None:
-        return self._under_root("checkpoint")
+        return self._under_root(CHECKPOINT)
 
     @property
     def abort_path(self) -> Path | None:
-        return self._under_root("abort")
+        return self._under_root(ABORT)
+
+    @property
+    def abort_bak_path(self) -> Path | None:
+        return self._under_root(ABORT_BAK)
 
     @property
     def lock_path(self) -> Path | None:
-        return self._under_root("lock")
+        return self._under_root(LOCK)
+
+    def five_x_dirs(self) -> list[Path]:
+        """The directories only 5.x brokers write (``FIVE_X_DIRECTORIES``) that exist in the store."""
+        return [p for p in (self._under_root(n) for n in FIVE_X_DIRECTORIES) if p is not None and p.is_dir()]
+
+    @property
+    def consume_queue_ext_dir(self) -> Path | None:
+        return self._under_root(CONSUME_QUEUE_EXT)
 
     def config_path(self, name: str) -> Path | None:
-        return self._under_root("config", name)
+        return self._under_root(CONFIG, name)
 
     def config_paths(self, name: str) -> tuple[Path, Path] | tuple[()]:
         """config/{name} and its .bak, in the order the broker's ConfigManager.load tries them (none without

@@ -36,7 +36,7 @@ from rocketstore_spark.codec import commitlog
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.findings import Finding, Severity, StoreError, finding
-from rocketstore_spark.store.layout import segment_name
+from rocketstore_spark.store.layout import offset_name
 
 DEFAULT_WINDOW = 64 << 20
 DEFAULT_MAX_RECORD = 64 << 20       # RocketMQ writes at most maxMessageSize (4 MiB default) + 64 KiB
@@ -275,7 +275,7 @@ class SegmentReader:
 
     def _next_segment_path(self) -> str:
         """Where the segment that follows this one lies (named by the offset after this one's end)."""
-        return os.path.join(os.path.dirname(self.path), segment_name(self.base_offset + self._file_size))
+        return os.path.join(os.path.dirname(self.path), offset_name(self.base_offset + self._file_size))
 
     def _next_segment_first_record(self) -> int | None:
         """TOTALSIZE of the first record of the segment that follows this one (None if unreadable)."""

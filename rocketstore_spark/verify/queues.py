@@ -185,8 +185,7 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     only_e = np.flatnonzero(~np.isin(e_slot, a_qo) & ~np.isin(e_slot, covered[~valid[:last + 1]]))
     missing = only_e[e_slot[only_e] < written_end]
     lagging = only_e[e_slot[only_e] >= written_end]
-    file_of = lambda q: f"{os.path.relpath(queue_dir, root) if queue_dir else f'consumequeue/{topic}/{queue_id}'}/" \
-        f"{(q * ENTRY_SIZE // file_size) * file_size:020d}"                     # noqa: E731
+    file_of = lambda q: StoreMap.queue_file_name(topic, queue_id, (q * ENTRY_SIZE // file_size) * file_size)  # noqa: E731
     out += capped(lambda k: finding(
         "consumequeue.missing_entry", file_of(int(e_slot[k])), int(e_slot[k]) * ENTRY_SIZE % file_size,
         f"no entry for the record at physical offset {int(e_phy[k])} (QUEUEOFFSET {int(e_slot[k])}), below the "

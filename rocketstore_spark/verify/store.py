@@ -56,7 +56,7 @@ class StoreVerdict:
 
 def store_root(layout: StoreLayout) -> str:
     """The directory findings name files relative to: the store root, or the CommitLog directory's parent."""
-    return str(layout.files.root or layout.files.commitlog_dir.parent)
+    return str(layout.files.base)
 
 
 def relative(f: Finding, root: str) -> Finding:
@@ -65,7 +65,7 @@ def relative(f: Finding, root: str) -> Finding:
 
 def has_consume_queue_ext(layout: StoreLayout) -> bool:
     """Whether the broker ran with enableConsumeQueueExt (its ``consumequeue_ext/`` directory exists)."""
-    return layout.files.root is not None and (layout.files.root / "consumequeue_ext").is_dir()
+    return layout.files.root is not None and layout.files.consume_queue_ext_dir.is_dir()
 
 
 def segment_locator(segments) -> Locate:

@@ -59,6 +59,13 @@ def test_the_diff_names_the_first_entry_that_differs(tmp_path):
             f"first difference at queue offset {queue_offset}: store (0, 0, 0), rebuilt ({m['physical_offset']}, "
             f"{m['total_size']}, {m['tags_code']}); {s['entries_removed']} entries differ ({s['entries_removed']} "
             "missing from the store, 0 only in the store, 0 changed)")
+    doc = result.document()
+    assert (doc["document_type"], doc["document_version"]) == ("rocketstore-spark/rebuild", 1)
+    assert doc["settings"]["release"] == doc["rocketmq_version"] == str(result.settings.release)
+    assert doc["settings"]["release_family"] == result.settings.release.family.name
+    assert doc["settings"]["values"]["mappedFileSizeConsumeQueue"] == result.settings.consume_queue_file_size
+    assert doc["settings_sources"] == doc["settings"]["sources"] and doc["records"] == result.records
+    assert [d["store_file"] for d in doc["differences"] if d["status"] != "identical"] == sorted(changed)
 
 
 def test_a_queue_starting_above_zero_gets_fillers_and_gaps_are_closed_up():

@@ -32,13 +32,13 @@ def test_spilled_tasks_write_rocketmqs_files(g, split_size, groups, tmp_path):
         topics.append(names)
         task_keys.append(keys)
     for group in range(groups):
-        _, unsafe, findings = parallel.write_queue_group(work, group, topics, out / "consumequeue",
+        _, unsafe, findings = parallel.write_queue_group(work, group, topics, out,
                                                       settings.consume_queue_file_size)
         assert not unsafe and not findings
     previous = None
     for first, count in plan_index_files(task_keys, settings.geometry.index_num)[1]:
         name, previous = index_name(spill.key_at(work, task_keys, first)[1], previous)
-        assert parallel.write_index_file(work, task_keys, out / "index", name, settings.geometry, first, count) == count
+        assert parallel.write_index_file(work, task_keys, out, name, settings.geometry, first, count) == count
     expected = g.store.parent / "expected-rebuild"
     assert tree_bytes(out / "consumequeue") == tree_bytes(expected / "consumequeue")
     assert [p.read_bytes() for p in sorted((out / "index").iterdir())] == \

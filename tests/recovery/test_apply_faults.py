@@ -18,6 +18,7 @@ import pytest
 
 from rocketstore_spark.recovery import apply as apply_mod
 from rocketstore_spark.recovery.apply import ApplyFailed, apply_plan, rollback
+from rocketstore_spark.recovery.documents import journal_path
 from rocketstore_spark.recovery.plan import make_plan
 from tests.golden.goldens import all_goldens
 
@@ -142,7 +143,7 @@ def test_an_injected_io_error_removes_the_staging_and_changes_nothing(tmp_path, 
         apply_plan(plan_dir, in_place=True)
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert states(tmp_path, store, plan) == {"store": original, "backup": None, "staging": None}
-    assert not (plan_dir / apply_mod.JOURNAL).exists()
+    assert not journal_path(plan_dir).exists()
     apply_plan(plan_dir, in_place=True)
     assert tree(store) == repaired_tree
 

@@ -12,7 +12,7 @@ from rocketstore_spark.codec import checkpoint, consumequeue, indexfile
 from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS
 from rocketstore_spark.store.files import read_checkpoint, read_consumer_offsets
 from rocketstore_spark.store.indexes import iter_entries, read_index_file
-from rocketstore_spark.store.layout import StoreMap, segment_name
+from rocketstore_spark.store.layout import StoreMap, offset_name
 from rocketstore_spark.store.queues import read_queue
 from tests.golden.goldens import all_goldens
 
@@ -23,7 +23,7 @@ def test_a_sparse_giant_queue_file_reads_nothing_without_reading_it_all(tmp_path
     q = tmp_path / "consumequeue" / "T" / "0"
     q.mkdir(parents=True)
     entries = consumequeue.encode_entries([0, 100], [100, 90], [0, 0])
-    with open(q / segment_name(0), "wb") as f:
+    with open(q / offset_name(0), "wb") as f:
         f.write(entries)
         f.truncate(64 << 30)
     chunks = list(read_queue(str(q)))
