@@ -47,6 +47,7 @@ from rocketstore_spark.rocketmq import indexfile as ix
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
@@ -328,6 +329,7 @@ def prepare(store: str, output, options: dict | None = None, broker_conf: str | 
     layout = layouts[0]
     out = check_output(output, layout.files.base)
     settings = resolve(layout, options, broker_conf)
+    layout.refuse(Work.REBUILD)             # classic files for a store another engine keeps would mislead
     if settings.conflicts and not allow_conflicts:
         raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")
     return layout, out, settings

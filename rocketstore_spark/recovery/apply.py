@@ -52,14 +52,15 @@ from pathlib import Path
 from rocketstore_spark.codec import checkpoint as checkpoint_codec
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
-from rocketstore_spark.rebuild.output import write_rebuild
 from rocketstore_spark.documents import DocumentError
+from rocketstore_spark.rebuild.output import write_rebuild
 from rocketstore_spark.recovery.documents import Journal, Plan, Receipt, journal_path, plan_path
 from rocketstore_spark.recovery.plan import inventory, sha256
 from rocketstore_spark.recovery.report import harmful, recovery_report
 from rocketstore_spark.rocketmq.settings import BrokerSettings, file_digest
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
+from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.layout import (ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX, StoreMap, repair_backup,
                                             repair_kept, repair_staging)
@@ -207,6 +208,10 @@ def check_store(plan: Plan, plan_dir: Path) -> None:
     if not export.is_file() or sha256(export) != plan.export["sha256"]:
         raise ApplyRefused(f"{export}: the export of the messages the repair loses is missing or changed; it is "
                            "what makes the cut safe: make a new plan")
+    try:
+        discover(str(store))[0].refuse(Work.REPAIR)        # an engine written since the plan, or not classic at all
+    except UnsupportedStore as e:
+        raise ApplyRefused(str(e)) from None
     if broker_holds_lock(store):
         raise ApplyRefused(f"{StoreMap.of_root(store).lock_path}: a process holds the store's lock — a broker is "
                            "running on it; stop it first")

@@ -29,7 +29,9 @@ from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.durable import write_json
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+
 
 def sha256(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
@@ -70,6 +72,7 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
     layout = layouts[0]
+    layout.refuse(Work.REPAIR)
     giant = next((s for s in layout.segments if s.size > MAX_SEGMENT_SIZE), None)
     if giant is not None:
         # RocketMQ cannot load such a store, and checksumming a sparse file of that size has no bound

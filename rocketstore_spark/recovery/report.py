@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 
-import numpy as np
 import pyarrow.compute as pc
 
 from rocketstore_spark.documents import header
@@ -37,6 +36,7 @@ from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
 
@@ -58,6 +58,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
     layout = layouts[0]
     settings = resolve(layout, options, broker_conf)
+    layout.refuse(Work.RECOVER)             # another engine recovers otherwise: no verdict rather than a wrong one
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
     sim = Simulation(layout, settings, release_family)

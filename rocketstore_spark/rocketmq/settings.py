@@ -36,8 +36,8 @@ from rocketstore_spark.codec import broker_conf
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.rocketmq import dispatch
-from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.rocketmq.consumequeue import file_size_setting
+from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import iter_entries, read_index_file, store_slot_count
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -94,7 +94,9 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
             raw = f.read()
         conf = {"path": os.path.abspath(broker_conf_path), "sha256": hashlib.sha256(raw).hexdigest()}
         text = raw.decode("utf-8", errors="replace")
-        for k, v in broker_conf.store_settings(broker_conf.parse_properties(text)).items():
+        properties = broker_conf.parse_properties(text)
+        layout.note_broker_conf(properties)             # an engine only broker.conf shows is refused like the rest
+        for k, v in broker_conf.store_settings(properties).items():
             given[k], sources[k] = v, f"broker.conf ({broker_conf_path})"
     for k, v in (options or {}).items():
         if v is not None:

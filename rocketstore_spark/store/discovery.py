@@ -68,6 +68,19 @@ class StoreLayout:
     findings: list[Finding] = field(default_factory=list)
     engines: Engines | None = None  # the store engines its files show (store.engines); None: a bare CommitLog
 
+    def note_broker_conf(self, properties: dict[str, str]) -> None:
+        """What broker.conf says of the engines (a multi-path CommitLog, a RocksDB-only index, …: things the
+        files may not show): the engines are told again with it, its new findings added."""
+        if self.engines is None:
+            return
+        before = {(f.check, f.message) for f in self.engines.findings}
+        self.engines = detect(self.root, properties)
+        self.findings[:0] = [f for f in self.engines.findings if (f.check, f.message) not in before]
+
+    def refused(self, work: Work) -> bool:
+        """Whether an engine of this store makes ``work`` wrong (``refuse`` raises instead)."""
+        return self.engines is not None and bool(self.engines.refused(work))
+
     def refuse(self, work: Work) -> None:
         """Raise ``store.engines.UnsupportedStore`` when this store was written with an engine that makes
         ``work`` wrong (e.g. reading ``commitlog/`` of a store switched to DLedger)."""

@@ -32,6 +32,7 @@ from rocketstore_spark.findings import Finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
@@ -156,6 +157,10 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     root = store_root(layout)
     settings = resolve(layout, options, broker_conf)
     findings = list(layout.findings)
+    if layout.refused(Work.READ_COMMITLOG):
+        # another engine's log (store.unsupported_engine says which): nothing checked rather than checked wrong
+        return StoreVerdict(layout.name, settings, LogBounds(0, 0), [], [], [], OffsetsReport(None),
+                            [relative(f, root) for f in findings])
     scans = []
     for k, seg in enumerate(layout.segments):
         s = scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
@@ -168,8 +173,11 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     locate = segment_locator(segment_names(layout, root))
     queues = []
     seen = set()
+    if layout.refused(Work.CHECK_QUEUES):
+        dirs = {}                   # queues another engine writes (store.unsupported_engine): not checked
     # closed at once if a check raises: the spill files go with it
-    with contextlib.closing(queued_records(layout, settings, work_dir)) as records:
+    with (contextlib.closing(queued_records(layout, settings, work_dir)) if not layout.refused(Work.CHECK_QUEUES)
+          else contextlib.nullcontext(iter(()))) as records:
         for topic, queue_id, cols in records:
             seen.add((topic, queue_id))
             queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
@@ -184,7 +192,7 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     queues.sort(key=lambda q: (q.topic, q.queue_id))
 
     index = []
-    views = index_views(layout, settings)
+    views = index_views(layout, settings) if not layout.refused(Work.READ_INDEX) else []
     known = [v for v in views if v.geometry is not None]
     for v in views:
         if v.geometry is None:
@@ -198,7 +206,8 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
-    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files})
+    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files}) \
+        if not (layout.refused(Work.READ_CONFIG) or layout.refused(Work.CHECK_QUEUES)) else OffsetsReport(None)
     findings += [f for q in queues for f in q.findings] + [f for i in index for f in i.findings] + offsets.findings
     names = {seg.base_offset: os.path.basename(seg.path) for seg in layout.segments}
     return StoreVerdict(layout.name, settings, log, [(names[b], s) for b, s in scans], queues, index, offsets,

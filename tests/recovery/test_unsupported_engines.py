@@ -1,0 +1,74 @@
+"""A store written with an engine we do not read yet gets no recovery verdict, no plan, no repair and no rebuild
+— a refusal naming the engine — and the audit reports the engine instead of checking the store as classic.
+The stores are RocketMQ's own (goldens) with another engine's files beside them; the RocksDB database is the
+one RocketMQ 5.5.1 wrote (``rocksdbstore/``)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from rocketstore_spark.rebuild.output import rebuild_store
+from rocketstore_spark.recovery.apply import ApplyRefused, apply_plan
+from rocketstore_spark.recovery.plan import make_plan
+from rocketstore_spark.recovery.report import recovery_report
+from rocketstore_spark.store.engines import UnsupportedStore
+from rocketstore_spark.verify.store import verify_store
+from tests.golden.goldens import BY_ID
+from tests.store_files import copy_store, tree
+
+CRASHED = BY_ID["5.5.1/corrupt-body"]
+
+
+def switched_to_dledger(tmp_path):
+    store = copy_store(CRASHED.store, tmp_path / "store")
+    (store / "dledger-n0" / "data").mkdir(parents=True)
+    return store
+
+
+def test_no_verdict_plan_or_rebuild_for_a_store_switched_to_dledger(tmp_path):
+    store = switched_to_dledger(tmp_path)
+    before = tree(store)
+    with pytest.raises(UnsupportedStore, match="cannot predict a restart: the store uses DLedger CommitLog"):
+        recovery_report(str(store))
+    with pytest.raises(UnsupportedStore, match="cannot repair the store: the store uses DLedger CommitLog"):
+        make_plan(str(store), tmp_path / "plan")
+    with pytest.raises(UnsupportedStore, match="cannot rebuild ConsumeQueues and IndexFiles"):
+        rebuild_store(str(store), tmp_path / "rebuilt")
+    assert tree(store) == before
+    assert not (tmp_path / "plan").exists() and not (tmp_path / "rebuilt").exists()
+
+
+def test_the_audit_reports_the_engine_and_checks_nothing_it_would_get_wrong(tmp_path):
+    store = switched_to_dledger(tmp_path)
+    verdict = verify_store(str(store))
+    assert verdict.findings[0].check == "store.unsupported_engine"
+    assert "DLedger CommitLog" in verdict.findings[0].message
+    assert verdict.segments == [] and verdict.queues == [] and verdict.index == []
+
+
+def test_rocksdb_queues_leave_the_log_checked_and_the_queues_alone(tmp_path):
+    store = copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
+    shutil.rmtree(store / "consumequeue")
+    shutil.copytree(store / "rocksdbstore", store / "consumequeue")
+    verdict = verify_store(str(store))
+    assert [f.check for f in verdict.findings if f.severity == "error"] == ["store.unsupported_engine"]
+    assert sum(s.records for _, s in verdict.segments) == len(BY_ID["5.5.1/clean"].messages)
+    assert verdict.queues == []
+
+
+def test_an_engine_that_appears_after_the_plan_refuses_the_apply(tmp_path):
+    store = copy_store(CRASHED.store, tmp_path / "store")
+    make_plan(str(store), tmp_path / "plan")
+    (store / "dledger-n0" / "data").mkdir(parents=True)
+    with pytest.raises(ApplyRefused, match="DLedger CommitLog"):
+        apply_plan(tmp_path / "plan", output=tmp_path / "repaired")
+    assert not (tmp_path / "repaired").exists()
+
+
+def test_broker_conf_naming_another_engine_refuses_the_verdict(tmp_path):
+    store = copy_store(CRASHED.store, tmp_path / "store")
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=b\nstorePathCommitLog=/disk1/commitlog,/disk2/commitlog\n")
+    with pytest.raises(UnsupportedStore, match="multi-path CommitLog"):
+        recovery_report(str(store), broker_conf=str(conf))
