@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from rocketstore_spark.checks import CHECKS, Severity
 
-__all__ = ["Finding", "Severity", "StoreError", "capped", "finding", "raise_first_error"]
+__all__ = ["Finding", "Severity", "StoreError", "any_problem", "capped", "finding", "raise_first_error"]
 
 # the findings schema: one row per finding, the same in DataFrames, JSON and Delta tables
 FIELDS = ("check", "severity", "file", "file_position", "physical_offset", "topic", "queue_id", "queue_offset",
@@ -77,6 +77,11 @@ def finding(check: str, file: str, file_position: int | None, message: str, *, p
     return Finding(check, severity, str(file), file_position, message, evidence,
                    None if physical_offset is None else int(physical_offset), topic,
                    None if queue_id is None else int(queue_id), None if queue_offset is None else int(queue_offset))
+
+
+def any_problem(findings) -> bool:
+    """Whether any finding is above info level (a warning or an error): what makes a check exit 3."""
+    return any(f.severity != Severity.INFO for f in findings)
 
 
 def raise_first_error(findings) -> None:

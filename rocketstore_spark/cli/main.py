@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from rocketstore_spark.cli import commands, dump
+from rocketstore_spark.cli import audit, dump, export, inspection, offsets, query, rebuild, recover, verify
 from rocketstore_spark.cli.output import progress_display
 from rocketstore_spark.store.discovery import StorePathError
 
@@ -66,14 +66,15 @@ def cli(ctx, debug):
     ctx.obj = {"debug": debug}
 
 
-cli.add_command(commands.inspect_cmd)
-cli.add_command(commands.verify_cmd)
-cli.add_command(commands.offsets_cmd)
-cli.add_command(commands.recover)
-cli.add_command(commands.rebuild_cmd)
-cli.add_command(commands.query_cmd)
-cli.add_command(commands.export_cmd)
-cli.add_command(commands.audit_cmd)
+# one module a command (group), each thin: parse, call the library, print
+cli.add_command(inspection.inspect_cmd)
+cli.add_command(verify.verify_cmd)
+cli.add_command(offsets.offsets_cmd)
+cli.add_command(recover.recover)
+cli.add_command(rebuild.rebuild_cmd)
+cli.add_command(query.query_cmd)
+cli.add_command(export.export_cmd)
+cli.add_command(audit.audit_cmd)
 cli.add_command(dump.dump_cmd)
 
 

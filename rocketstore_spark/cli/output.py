@@ -3,7 +3,6 @@ diagnostics on stderr."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import threading
@@ -12,17 +11,19 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from rocketstore_spark.report.documents import document_text
 from rocketstore_spark.report.text import cell
 
 # piped or redirected output (job logs, files, grep) gets long lines rather than a terminal's 80 columns
 console = Console(highlight=False, soft_wrap=False,
                   width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "240")))
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}           # what matters first
 
 
 def emit_json(doc) -> None:
     """One JSON document on stdout (nothing else goes there with --json)."""
-    click.echo(json.dumps(doc, indent=1, ensure_ascii=False, default=str))
+    click.echo(document_text(doc))
 
 
 def table(title: str | None, headers: list[str], rows, numeric=frozenset(), styles: list | None = None) -> None:

@@ -104,6 +104,11 @@ def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEF
                     yield pa.Table.from_arrays([store, *(t[c] for c in EXPORT_COLUMNS)], schema=schema)
 
 
+def format_of(target: str | os.PathLike) -> str:
+    """The format a target's name asks for: JSON lines for ``.jsonl``, ``.json`` and ``.ndjson``, else Parquet."""
+    return "jsonl" if Path(target).suffix in (".jsonl", ".json", ".ndjson") else "parquet"
+
+
 def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice = Slice(), fmt: str = "parquet",
            delay_levels: str = DEFAULT_DELAY_LEVELS) -> int:
     """Write the slice to ``target`` (written under a temporary name, renamed when complete); returns how

@@ -8,6 +8,7 @@ record is returned for a key only if it carries the key (RocketMQ's clients filt
 """
 from __future__ import annotations
 
+import base64
 import bisect
 import datetime as dt
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.consumequeue import queue_bounds
-from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.indexes import read_index_file, store_slot_count
 from rocketstore_spark.store.segment_reader import SegmentReader
 
@@ -168,3 +169,47 @@ def by_topic(layout: StoreLayout, topic: str, window: TimeRange = TimeRange(), l
             if taken >= limit:
                 break
     return sorted(out, key=lambda r: r["physical_offset"])[:limit]
+
+
+BODY_ENCODINGS = ("text", "hex", "base64")
+
+
+def encode_body(raw: bytes, how: str) -> str:
+    """A body as text: ``hex``, ``base64``, or ``text`` (UTF-8, undecodable bytes replaced)."""
+    if how == "hex":
+        return raw.hex()
+    if how == "base64":
+        return base64.b64encode(raw).decode()
+    return raw.decode("utf-8", "replace")
+
+
+def find(layout: StoreLayout, *, topic: str | None = None, key: str | None = None, uniq_key: str | None = None,
+         msg_id: str | None = None, physical_offset: int | None = None, queue_id: int | None = None,
+         queue_offset: int | None = None, count: int = 1, window: TimeRange = TimeRange(), limit: int = 1000,
+         body: bool = False) -> list[dict]:
+    """The records of one store found the one way given, the first of: ``key`` or ``uniq_key`` (with
+    ``topic``: ``by_key``), ``msg_id``, ``physical_offset``, ``queue_offset`` (with ``topic`` and
+    ``queue_id``: ``count`` records from there), else ``topic`` alone (``by_topic``, at most ``limit``). The
+    window applies to keys and topics."""
+    if key or uniq_key:
+        return by_key(layout, topic, key or uniq_key, window, body, uniq=uniq_key is not None)
+    if msg_id:
+        return by_msg_id(layout, msg_id, body)
+    if physical_offset is not None:
+        return by_offset(layout, physical_offset, body)
+    if queue_offset is not None:
+        return by_queue_offset(layout, topic, queue_id, queue_offset, count, body)
+    return by_topic(layout, topic, window, limit, body)
+
+
+def find_in_stores(paths, *, body: str = "none", **where) -> list[dict]:
+    """``find`` (``where``: its keywords) in every store found under each of ``paths``, each hit with its
+    ``store`` first; ``body``: ``none`` (left out), or the encoding of ``encode_body``."""
+    found = []
+    for path in paths:
+        for layout in discover(path):
+            for hit in find(layout, body=body != "none", **where):
+                if body != "none":
+                    hit["body"] = encode_body(hit.pop("body"), body)
+                found.append({"store": layout.name, **hit})
+    return found

@@ -1,9 +1,13 @@
-"""Writing a job's JSON document (driver): to a file, or to stdout with the text report moved to stderr so
-the two never mix."""
+"""JSON documents (driver): the one way they are serialized (indented, UTF-8 as is), written to a file or to
+stdout with the text report moved to stderr so the two never mix (the jobs, the CLI); and the documents of
+the verify, JSON-ready, as ``rocketstore verify --json`` prints it (the rebuild's is ``RebuildResult.document``,
+the audit's ``report.audit``)."""
 from __future__ import annotations
 
 import json
 import sys
+
+from rocketstore_spark.documents import header
 
 
 def text_stream(json_target: str | None):
@@ -11,12 +15,32 @@ def text_stream(json_target: str | None):
     return sys.stderr if json_target == "-" else sys.stdout
 
 
+def document_text(doc) -> str:
+    """``doc`` as indented JSON (non-ASCII kept, anything else JSON lacks as its ``str``)."""
+    return json.dumps(doc, indent=1, ensure_ascii=False, default=str)
+
+
+def save_document(doc, path: str) -> None:
+    """``doc`` as indented JSON into the file ``path``, ending in a newline."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(document_text(doc) + "\n")
+
+
 def write_document(doc: dict, target: str) -> None:
     """``doc`` as indented JSON to ``target`` (a path, or ``-`` for stdout); says where on the text stream."""
-    body = json.dumps(doc, indent=1, ensure_ascii=False, default=str)
     if target == "-":
-        print(body)
+        print(document_text(doc))
         return
-    with open(target, "w", encoding="utf-8") as f:
-        f.write(body + "\n")
+    save_document(doc, target)
     print(f"JSON written to {target}", file=text_stream(target))
+
+
+VERIFY_DOCUMENT = ("rocketstore-spark/verify", 1)
+
+
+def verify_document(verdicts) -> dict:
+    """The stores' findings (``verify.store.StoreVerdict`` each) under the document header: per store, the
+    release and the settings the checks followed (``BrokerSettings.to_json``) and every finding's row."""
+    return header(*VERIFY_DOCUMENT) | {
+        "stores": [{"store": v.store, "rocketmq_version": str(v.settings.release), "settings": v.settings.to_json(),
+                    "findings": [f.as_row() for f in v.findings]} for v in verdicts]}

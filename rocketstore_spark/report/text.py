@@ -20,6 +20,12 @@ def elide(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head):]
 
 
+def utc_time(ms: int | None) -> str | None:
+    """A store timestamp (ms since the epoch) as UTC text to the millisecond; None stays None."""
+    return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
 def cell(value) -> str:
     """A value as table text: thousands separators for integers, milliseconds for times, '-' for None."""
     if value is None:

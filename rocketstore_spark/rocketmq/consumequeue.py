@@ -24,6 +24,7 @@ import numpy as np
 
 from rocketstore_spark.codec import consumequeue as cq_codec
 from rocketstore_spark.codec.consumequeue import ENTRY_DTYPE, ENTRY_SIZE, FILLER_SIZE
+from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.layout import StoreMap, offset_name
 from rocketstore_spark.store.queues import unreadable_queue_file
 
@@ -201,3 +202,13 @@ def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) 
         with open(files[k][0], "rb") as f:
             return cq_codec.decode_entries(f.read())
     return rocketmq_bounds(files, read, log_min, expired_min_is_max)
+
+
+def store_queue_bounds(layout: StoreLayout, expired_min_is_max: bool = True) -> dict[tuple[str, int], tuple[int, int]]:
+    """``queue_bounds`` of every queue directory of the store, (topic, queue id) -> (min, max), in the order
+    the store lists them; the log's min offset is its first segment's base (0 without segments), as the
+    broker's ``CommitLog.getMinOffset``. ``expired_min_is_max``: the release's rule
+    (``rocketmq.releases``)."""
+    log_min = layout.segments[0].base_offset if layout.segments else 0
+    return {(topic, queue_id): queue_bounds(str(d), log_min, expired_min_is_max)
+            for topic, queue_id, d in layout.files.queue_dirs()}

@@ -10,11 +10,14 @@ the current and the new offset; it is data for an operator, never applied to the
 """
 from __future__ import annotations
 
+import csv
 import datetime as dt
 from dataclasses import dataclass, field
 
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time, store_timestamp_at
+from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
+from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import (read_consumer_offsets, read_delay_offsets, read_subscription_groups,
                                            read_topics)
@@ -154,4 +157,40 @@ def reset_plan(layout: StoreLayout, lags: list[QueueLag], how: str = "as-broker"
     return plan
 
 
-__all__ = ["OffsetsReport", "QueueLag", "RESETS", "STATUSES", "check_offsets", "reset_plan"]
+RESET_COLUMNS = ("store", "consumer_group", "topic", "queue_id", "current_offset", "new_offset")
+
+
+@dataclass
+class ConsumerLag:
+    """The lag of the stores' consumer groups, the findings on their offsets and a reset plan (never applied)."""
+    lags: list[QueueLag] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    plan: list[dict] = field(default_factory=list)          # reset_plan's rows, RESET_COLUMNS each
+
+
+def consumer_lag(layouts: list[StoreLayout], how: str = "as-broker", value: str | None = None,
+                 group: str | None = None, options: dict | None = None) -> ConsumerLag:
+    """``check_offsets`` of each store against the bounds RocketMQ gives its queues (the release resolved
+    from the store and ``options``, ``rocketmq.settings.resolve``), and the ``reset_plan`` (``how``,
+    ``value``) of its lags; ``group``: only that consumer group's lags, findings and plan."""
+    out = ConsumerLag()
+    for layout in layouts:
+        expired_min_is_max = resolve(layout, options).release.expired_min_is_max
+        report = check_offsets(layout, store_queue_bounds(layout, expired_min_is_max))
+        found = [x for x in report.lags if group is None or x.consumer_group == group]
+        out.lags += found
+        out.findings += [f for f in report.findings if group is None or f.evidence.get("consumer_group", group) == group]
+        out.plan += reset_plan(layout, found, how, value, group)
+    return out
+
+
+def write_reset_plan(plan: list[dict], path: str) -> None:
+    """A reset plan as CSV (a header of RESET_COLUMNS, a row per queue): for an operator to review and apply."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, RESET_COLUMNS)
+        w.writeheader()
+        w.writerows(plan)
+
+
+__all__ = ["ConsumerLag", "OffsetsReport", "QueueLag", "RESETS", "RESET_COLUMNS", "STATUSES", "check_offsets",
+           "consumer_lag", "reset_plan", "write_reset_plan"]

@@ -8,17 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from rocketstore_spark.cli.main import cli
+from tests.cli.helpers import run
 from tests.golden.goldens import all_goldens
 
 BY_ID = {g.id: g for g in all_goldens()}
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(*argv):
-    return CliRunner().invoke(cli, [str(a) for a in argv], catch_exceptions=False)
 
 
 def test_inspect_shows_rocketmqs_queue_bounds_and_segments():
@@ -214,6 +208,6 @@ def test_verify_on_a_full_disk_says_where_to_spill_instead(tmp_path, monkeypatch
     def no_room(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(verify_module, "scan_range", no_room)
-    r = CliRunner().invoke(cli, ["verify", str(BY_ID["4.9.8/clean"].store), "--work-dir", str(tmp_path)])
+    r = run("verify", BY_ID["4.9.8/clean"].store, "--work-dir", tmp_path)
     assert r.exit_code == 2 and "no room for the queue check's spill files" in r.stderr and "--work-dir" in r.stderr
     assert list(tmp_path.iterdir()) == []

@@ -10,16 +10,10 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
-
-from rocketstore_spark.cli.main import cli
+from tests.cli.helpers import run
 from tests.golden.goldens import all_goldens
 
 BY_ID = {g.id: g for g in all_goldens()}
-
-
-def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def pieces(keys: str | None) -> list[str]:

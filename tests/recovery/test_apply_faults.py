@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from rocketstore_spark.recovery import apply as apply_mod
 from rocketstore_spark.recovery.apply import ApplyFailed, apply_plan, rollback
 from rocketstore_spark.recovery.documents import journal_path
 from rocketstore_spark.recovery.plan import make_plan

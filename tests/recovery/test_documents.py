@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from rocketstore_spark.cli.main import cli
 from rocketstore_spark.documents import DocumentError
 from rocketstore_spark.recovery.apply import ApplyRefused, apply_plan
 from rocketstore_spark.recovery.documents import Journal, Plan, Receipt, plan_path
 from rocketstore_spark.recovery.plan import make_plan
-from tests.golden.goldens import all_goldens
+from tests.cli.helpers import run
+from tests.golden.goldens import BY_ID
 
-GOLDEN = next(g for g in all_goldens() if g.id == "4.9.8/crash")
+GOLDEN = BY_ID["4.9.8/crash"]
 
 
 def test_plan_journal_and_receipt_are_typed_documents_carrying_their_settings(tmp_path):
@@ -44,7 +43,7 @@ def test_a_document_of_another_version_or_type_is_refused_by_name(tmp_path):
     path.write_text(json.dumps(plan | {"document_version": 2}))
     with pytest.raises(ApplyRefused, match=rf"{path}: rocketstore-spark/repair-plan version 2 .* reads version 3"):
         apply_plan(tmp_path / "plan", output=tmp_path / "a")
-    result = CliRunner().invoke(cli, ["recover", "apply", str(tmp_path / "plan"), "--output", str(tmp_path / "a")])
+    result = run("recover", "apply", tmp_path / "plan", "--output", tmp_path / "a")
     assert result.exit_code == 2 and "version 2" in result.output and "version 3" in result.output
     assert not (tmp_path / "a").exists()
 
@@ -68,14 +67,17 @@ def test_a_broker_conf_edited_between_plan_and_apply_is_not_followed(tmp_path):
     conf.write_text("messageIndexEnable=false\n")            # following this, the repair would build no IndexFile
     with pytest.raises(ApplyRefused, match=rf"{conf}: the broker.conf the plan was made from changed since"):
         apply_plan(tmp_path / "plan", output=tmp_path / "a")
-    result = CliRunner().invoke(cli, ["recover", "apply", str(tmp_path / "plan"), "--output", str(tmp_path / "a")])
+    result = run("recover", "apply", tmp_path / "plan", "--output", tmp_path / "a")
     assert result.exit_code == 2 and "changed since" in result.output
     assert not (tmp_path / "a").exists()
     conf.unlink()
     with pytest.raises(ApplyRefused, match="is gone"):
         apply_plan(tmp_path / "plan", output=tmp_path / "a")
 
-    # asked to, the apply builds with the plan's own settings: IndexFiles, as the plan was checked with
-    receipt = apply_plan(tmp_path / "plan", output=tmp_path / "a", follow_plan_settings=True)
+    # asked to (`--follow-plan-settings`), the apply builds with the plan's own settings: IndexFiles, as the
+    # plan was checked with
+    result = run("recover", "apply", tmp_path / "plan", "--output", tmp_path / "a", "--follow-plan-settings", "--json")
+    assert result.exit_code == 0, result.output
+    receipt = json.loads(result.stdout)
     assert receipt["settings"] == plan["settings"]["resolved"]
     assert receipt["staged"]["index_files"] > 0 and any((tmp_path / "a" / "index").iterdir())
