@@ -25,6 +25,7 @@ from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.durable import publish, temporary
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
@@ -112,7 +113,9 @@ def format_of(target: str | os.PathLike) -> str:
 def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice = Slice(), fmt: str = "parquet",
            delay_levels: str = DEFAULT_DELAY_LEVELS) -> int:
     """Write the slice to ``target`` (written under a temporary name, renamed when complete); returns how
-    many records."""
+    many records. A store whose engine we do not read refuses before anything is written (``store.engines``)."""
+    for layout in layouts:
+        layout.refuse(Work.READ_COMMITLOG)
     if fmt not in FORMATS:
         raise ValueError(f"export format {fmt!r}: expected one of {', '.join(FORMATS)}")
     target = Path(target)

@@ -22,6 +22,7 @@ from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.consumequeue import queue_bounds
 from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import read_index_file, store_slot_count
 from rocketstore_spark.store.segment_reader import SegmentReader
 
@@ -190,7 +191,9 @@ def find(layout: StoreLayout, *, topic: str | None = None, key: str | None = Non
     """The records of one store found the one way given, the first of: ``key`` or ``uniq_key`` (with
     ``topic``: ``by_key``), ``msg_id``, ``physical_offset``, ``queue_offset`` (with ``topic`` and
     ``queue_id``: ``count`` records from there), else ``topic`` alone (``by_topic``, at most ``limit``). The
-    window applies to keys and topics."""
+    window applies to keys and topics. A store whose engine we do not read refuses (``store.engines``)."""
+    layout.refuse(Work.READ_COMMITLOG)
+    layout.refuse(Work.READ_INDEX if key or uniq_key else Work.READ_QUEUES)
     if key or uniq_key:
         return by_key(layout, topic, key or uniq_key, window, body, uniq=uniq_key is not None)
     if msg_id:

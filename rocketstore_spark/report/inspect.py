@@ -13,29 +13,32 @@ from rocketstore_spark.report.text import utc_time
 from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
 from rocketstore_spark.store.scan import scan_segment
 
 
 def inspect_store(layout: StoreLayout) -> dict:
-    """The document of one store (times as UTC text, offsets as numbers)."""
+    """The document of one store (times as UTC text, offsets as numbers). The parts an engine we do not read
+    keeps (``store.engines``) are left empty; ``engines`` and the layout findings say why."""
     settings = resolve(layout)
     segments = []
-    for k, seg in enumerate(layout.segments):
+    for k, seg in enumerate(layout.segments if not layout.refused(Work.READ_COMMITLOG) else ()):
         s = scan_segment(seg.path, seg.base_offset, check_crc=False, followed=layout.followed(k))
         segments.append({"file": os.path.basename(seg.path), "base_offset": seg.base_offset, "size": seg.size,
                          "records": s.records, "first_store_time": utc_time(s.first_store_timestamp),
                          "last_store_time": utc_time(s.last_store_timestamp), "valid_end": s.valid_end,
                          "stop": s.stop_reason, "findings": len(s.findings)})
-    bounds = store_queue_bounds(layout, settings.release.expired_min_is_max)
+    bounds = store_queue_bounds(layout, settings.release.expired_min_is_max) \
+        if not layout.refused(Work.READ_QUEUES) else {}
     queues = []
-    for topic, queue_id, d in layout.files.queue_dirs():
+    for topic, queue_id, d in layout.files.queue_dirs() if not layout.refused(Work.READ_QUEUES) else ():
         lo, hi = bounds[(topic, queue_id)]
         queues.append({"topic": topic, "queue_id": queue_id, "min_offset": lo, "max_offset": hi, "messages": hi - lo,
                        "files": len(layout.files.queue_files(d))})
     index = []
-    for p in layout.files.index_files():
+    for p in layout.files.index_files() if not layout.refused(Work.READ_INDEX) else ():
         v = read_index_file(str(p), settings.geometry.hash_slot_num if settings.geometry else None)
         index.append({"file": p.name, "entries": v.entry_count, "begin_time": utc_time(v.header["begin_timestamp"]),
                       "end_time": utc_time(v.header["end_timestamp"]), "begin_phy_offset": v.header["begin_phy_offset"],
@@ -45,7 +48,9 @@ def inspect_store(layout: StoreLayout) -> dict:
             "rocketmq_release": settings.release_label, "release_source": settings.sources.get("rocketmqVersion"),
             "abort_present": bool(state and state.abort_present), "lock_present": bool(state and state.lock_present),
             "checkpoint": state.checkpoint if state else None, "segments": segments, "queues": queues,
-            "index_files": index, "layout_findings": [f.render() for f in layout.findings]}
+            "index_files": index, "layout_findings": [f.render() for f in layout.findings],
+            "engines": [{"engine": e.name, "evidence": e.evidence} for e in (layout.engines.engines
+                                                                           if layout.engines else [])]}
 
 
 def inspect_stores(paths) -> list[dict]:

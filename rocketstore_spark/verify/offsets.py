@@ -19,6 +19,7 @@ from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time, sto
 from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.files import (read_consumer_offsets, read_delay_offsets, read_subscription_groups,
                                            read_topics)
 
@@ -176,6 +177,8 @@ def consumer_lag(layouts: list[StoreLayout], how: str = "as-broker", value: str 
     out = ConsumerLag()
     for layout in layouts:
         expired_min_is_max = resolve(layout, options).release.expired_min_is_max
+        layout.refuse(Work.READ_CONFIG)
+        layout.refuse(Work.READ_QUEUES)
         report = check_offsets(layout, store_queue_bounds(layout, expired_min_is_max))
         found = [x for x in report.lags if group is None or x.consumer_group == group]
         out.lags += found

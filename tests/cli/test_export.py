@@ -10,10 +10,9 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from tests.cli.helpers import run
-from tests.golden.goldens import all_goldens
 
-BY_ID = {g.id: g for g in all_goldens()}
+from tests.cli.helpers import run
+from tests.golden.goldens import BY_ID
 
 
 def pieces(keys: str | None) -> list[str]:

@@ -10,9 +10,7 @@ import pytest
 
 from rocketstore_spark.lookup.dump import dump_file, file_kind
 from rocketstore_spark.lookup.query import encode_body, find_in_stores
-from tests.golden.goldens import all_goldens
-
-BY_ID = {g.id: g for g in all_goldens()}
+from tests.golden.goldens import BY_ID
 
 
 def test_the_kind_of_a_file_is_told_by_where_it_lies(tmp_path):

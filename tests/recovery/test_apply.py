@@ -9,7 +9,6 @@ Expected values come from the golden manifests (RocketMQ's records and its recov
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -25,23 +24,13 @@ from rocketstore_spark.cli.main import cli
 from rocketstore_spark.recovery.apply import ApplyRefused, apply_plan, rollback
 from rocketstore_spark.recovery.plan import make_plan
 from tests.golden import serve_check
-from tests.golden.goldens import Golden, all_goldens
+from tests.golden.goldens import BY_ID, Golden, all_goldens
+from tests.store_files import copy_store, tree
 
-BY_ID = {g.id: g for g in all_goldens()}
 QUEUED = (0, 8)                          # NOT_TYPE and COMMIT records get a ConsumeQueue entry
 CQ_ENTRY = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])     # an independent reading
 FILLER_SIZE = 2**31 - 1
 CRASHED = [g for g in all_goldens() if g.manifest["abort_present"] or g.manifest["surgery"]]
-
-
-def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def copy_store(g: Golden, dst: Path) -> Path:
-    shutil.copytree(g.store, dst)
-    return dst
 
 
 def end_of_log(g: Golden) -> int:
@@ -167,7 +156,7 @@ def test_applying_twice_does_nothing_more_and_the_cli_says_so(tmp_path):
 
 def test_in_place_keeps_the_old_store_whole_and_rollback_puts_it_back(tmp_path):
     g = BY_ID["4.9.8/corrupt-body"]
-    store = copy_store(g, tmp_path / "store")
+    store = copy_store(g.store, tmp_path / "store")
     original = tree(store)
     make_plan(str(store), tmp_path / "plan")
     apply_plan(tmp_path / "plan", output=tmp_path / "copy")                    # the same repair, as a copy first
@@ -212,7 +201,7 @@ def test_the_readme_repair_commands_work_as_written(tmp_path):
 
 def test_a_stale_plan_a_live_broker_and_bad_targets_are_refused(tmp_path):
     g = BY_ID["5.1.4/crash"]
-    store = copy_store(g, tmp_path / "store")
+    store = copy_store(g.store, tmp_path / "store")
     make_plan(str(store), tmp_path / "plan")
     original = tree(store)
 

@@ -7,7 +7,6 @@ The "repaired" tree every outcome is compared with is an uninterrupted apply of 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import shutil
 import subprocess
@@ -19,9 +18,10 @@ import pytest
 from rocketstore_spark.recovery.apply import ApplyFailed, apply_plan, rollback
 from rocketstore_spark.recovery.documents import journal_path
 from rocketstore_spark.recovery.plan import make_plan
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID
+from tests.store_files import tree
 
-GOLDEN = {g.id: g for g in all_goldens()}["4.9.8/corrupt-body"]        # a cut, deleted segments, an abort
+GOLDEN = BY_ID["4.9.8/corrupt-body"]        # a cut, deleted segments, an abort
 REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
@@ -43,13 +43,6 @@ else:
     A.rollback(plan)
 print("not killed")
 """
-
-
-def tree(root: Path) -> dict[str, str] | None:
-    if not root.exists():
-        return None
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ The golden tests (test_apply.py) show the same against real RocketMQ; this shows
 stores' configuration."""
 from __future__ import annotations
 
-import hashlib
 import os
 
 from hypothesis import HealthCheck, given, settings
@@ -20,14 +19,10 @@ from rocketstore_spark.recovery.apply import apply_plan
 from rocketstore_spark.recovery.plan import make_plan
 from rocketstore_spark.recovery.report import harmful, recovery_report
 from rocketstore_spark.verify.store import verify_store
+from tests.store_files import tree
 from tests.verify.test_verify_properties import build, store_specs
 
 EXAMPLES = int(os.environ.get("APPLY_EXAMPLES", "0")) or None
-
-
-def tree(root) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def log_bytes(store) -> bytes:

@@ -10,9 +10,7 @@ import pytest
 
 from rocketstore_spark.recovery.plan import make_plan
 from rocketstore_spark.store.outputs import OutputError
-from tests.golden.goldens import all_goldens
-
-BY_ID = {g.id: g for g in all_goldens()}
+from tests.golden.goldens import BY_ID
 
 
 def files(root):

@@ -8,10 +8,9 @@ from collections import Counter
 import pytest
 
 from rocketstore_spark.recovery.report import recovery_report
-from tests.golden.goldens import Golden, all_goldens, fastjson_loads
+from tests.golden.goldens import BY_ID, Golden, all_goldens, fastjson_loads
 
 GOLDENS = all_goldens()
-BY_ID = {g.id: g for g in GOLDENS}
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,8 @@ import pytest
 
 from rocketstore_spark.recovery.report import recovery_report
 from tests.golden import serve_check
-from tests.golden.goldens import all_goldens
+from tests.golden.goldens import BY_ID
 from tests.recovery.test_recovery_goldens import deleted_files, lost_records, queue_ends, rocketmq_deleted_files
-
-BY_ID = {g.id: g for g in all_goldens()}
 
 CASES = [
     # 5.5.x looks at most commitLogRecoverMaxNum segments back: from the last two the walk never reaches the

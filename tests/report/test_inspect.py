@@ -9,9 +9,7 @@ from rocketstore_spark.report.inspect import inspect_store, inspect_stores
 from rocketstore_spark.report.text import utc_time
 from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.store.discovery import discover
-from tests.golden.goldens import all_goldens
-
-BY_ID = {g.id: g for g in all_goldens()}
+from tests.golden.goldens import BY_ID
 
 
 @pytest.mark.parametrize("gid", ["4.9.8/consumer-offsets", "5.5.1/clean", "5.3.3/propcrc"])

@@ -9,9 +9,7 @@ import pytest
 
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.verify.offsets import RESET_COLUMNS, consumer_lag, write_reset_plan
-from tests.golden.goldens import all_goldens
-
-BY_ID = {g.id: g for g in all_goldens()}
+from tests.golden.goldens import BY_ID
 
 
 @pytest.fixture(scope="module", params=["4.9.8/consumer-offsets", "5.5.1/consumer-offsets"])
