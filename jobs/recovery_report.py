@@ -67,10 +67,14 @@ def check(argv) -> None:
     """Arguments and paths are checked before Spark starts; without --lost-output no Spark is needed, so the
     report is made here and the job ends."""
     from rocketstore_spark.store.discovery import StorePathError, discover
+    from rocketstore_spark.store.engines import Work
     from rocketstore_spark.store.outputs import outside_stores, store_roots
     args = parse_args(argv)
     try:
-        roots = store_roots(discover(args.store))
+        layouts = discover(args.store)
+        for layout in layouts:
+            layout.refuse(Work.RECOVER)
+        roots = store_roots(layouts)
         for path, what in ((args.json, "JSON document"), (args.lost_output, "export of the lost messages")):
             if path and path != "-":
                 outside_stores(path, roots, what)

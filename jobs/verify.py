@@ -101,15 +101,18 @@ def check(argv) -> None:
     import os
 
     from rocketstore_spark.store.discovery import StorePathError, discover
+    from rocketstore_spark.store.engines import UnsupportedStore, Work
     from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
     args = parse_args(argv)
     try:
         layouts = [layout for store in args.store for layout in discover(store)]
+        for layout in layouts:
+            layout.refuse(Work.READ_COMMITLOG)
         for path, what in ((args.json, "JSON document"), (args.reset_file, "reset plan"),
                            (args.output, "Delta output")):
             if path and path != "-":
                 outside_stores(path, store_roots(layouts), what)
-    except (StorePathError, OutputError) as e:
+    except (StorePathError, OutputError, UnsupportedStore) as e:
         print(f"verify: {e}", file=sys.stderr)
         sys.exit(2)
     if args.broker_conf and not os.path.isfile(args.broker_conf):

@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from rocketstore_spark.store.engines import UnsupportedStore
+
 FINDING_LINE = re.compile(r"\[(?:error|warning|info)\] [a-z_]+\.[a-z_]+: [^\n]*")
 
 
@@ -23,6 +25,9 @@ def run(prog: str, main, check, argv: list[str], delta: bool = True) -> None:
     session = get_spark(prog, delta=delta)
     try:
         code = main(session, argv)
+    except UnsupportedStore as e:                            # what broker.conf showed once settings resolved
+        print(f"{prog}: {e}", file=sys.stderr)
+        code = 2
     except Exception as e:                                   # noqa: BLE001 — reported, then exit 1
         found = FINDING_LINE.search(str(e))
         if debug or not found:
