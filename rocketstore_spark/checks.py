@@ -347,8 +347,9 @@ below (layout, record structure, BODYCRC, records after the end, misplaced recor
 what is checked, what RocketMQ itself does in that situation (with the section of `docs/format/`), and
 what our readers do. The readers report the CommitLog checks as they read; `jobs/verify.py` (and
 `verify.store.verify_store` without Spark) runs every check below and adds to each finding, where known, the
-physical offset, topic, queue and queue offset. A unit of work (a queue, an IndexFile, a segment) reports at
-most 20 findings of one check in full, then one more with the count of the rest (`omitted`).
+physical offset, topic, queue and queue offset. A unit of work (a segment or a range of one, a queue, an IndexFile,
+the consumer offsets file) reports at most 20 findings of one check in full, then one more with the count of the
+rest (`omitted`) that names the first and the last of them: memory and output follow that cap, not the damage.
 
 A BLANK record, zero fill where a record would start, or the end of the file end a segment normally
 (`stop_reason` in `rocketmq_segments`); they are not findings. Records whose 5.x `__CRC32#` property does

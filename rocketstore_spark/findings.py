@@ -12,7 +12,8 @@ from typing import Callable, Sequence
 
 from rocketstore_spark.checks import CHECKS, Severity
 
-__all__ = ["Finding", "Severity", "StoreError", "any_problem", "capped", "finding", "raise_first_error"]
+__all__ = ["Finding", "FindingCap", "Severity", "StoreError", "any_problem", "capped", "finding", "omitted",
+           "raise_first_error"]
 
 # the findings schema: one row per finding, the same in DataFrames, JSON and Delta tables
 FIELDS = ("check", "severity", "file", "file_position", "physical_offset", "topic", "queue_id", "queue_offset",
@@ -91,15 +92,61 @@ def raise_first_error(findings) -> None:
             raise StoreError(f)
 
 
+def omitted(first: Finding, last: Finding, count: int) -> Finding:
+    """The one finding that stands for ``count`` findings of a check left out: the first of them, with the count
+    (``omitted``) and where the last of them is in its evidence."""
+    tail = f"; the last at byte {last.file_position}: {last.message}" if count > 1 else ""
+    evidence = {**first.evidence, "omitted": count}
+    if count > 1:
+        evidence.update(last_file_position=last.file_position, last_physical_offset=last.physical_offset,
+                        last_queue_offset=last.queue_offset)
+    return Finding(first.check, first.severity, first.file, first.file_position,
+                   f"{count} more like this, not listed; the first of them: {first.message}{tail}",
+                   evidence, first.physical_offset, first.topic, first.queue_id, first.queue_offset)
+
+
+class FindingCap:
+    """The findings of one unit of work (a segment, a queue, an IndexFile, a config file) as they come, at most
+    ``limit`` of each check in full; past that, one more finding of the check (``omitted``) counts the rest and
+    names the first and the last of them. Memory follows the cap, not the input (a damaged file can hold
+    millions of bad entries). Wherever findings are made."""
+
+    def __init__(self, limit: int = CAP):
+        self.limit = limit
+        self.kept: list[Finding] = []
+        self._seen: dict[str, int] = {}
+        self._over: dict[str, list] = {}            # check -> [first left out, last left out, how many]
+
+    def add(self, f: Finding) -> bool:
+        """Take ``f``; True when it is kept in full."""
+        n = self._seen[f.check] = self._seen.get(f.check, 0) + 1
+        if n <= self.limit:
+            self.kept.append(f)
+            return True
+        over = self._over.get(f.check)
+        if over is None:
+            self._over[f.check] = [f, f, 1]
+        else:
+            over[1], over[2] = f, over[2] + 1
+        return False
+
+    def extend(self, findings) -> None:
+        for f in findings:
+            self.add(f)
+
+    def summaries(self) -> list[Finding]:
+        """One finding per check that went past the cap (``omitted``)."""
+        return [omitted(first, last, count) for first, last, count in self._over.values()]
+
+    def findings(self) -> list[Finding]:
+        return self.kept + self.summaries()
+
+
 def capped(make: Callable[[int], Finding], indices: Sequence[int], limit: int = CAP) -> list[Finding]:
-    """Keeping a check's findings readable (a damaged file can hold millions of bad entries): ``make(i)`` for the first ``limit`` of ``indices``; if there are more, the next one's finding with
-    ``omitted`` (how many more, counting itself) in its evidence and a message saying so."""
+    """``make(i)`` for the first ``limit`` of ``indices``; if there are more, one finding standing for the rest
+    (``omitted``: the first of them, the count, where the last is). Only the findings listed are made."""
     n = len(indices)
     out = [make(int(i)) for i in indices[:limit]]
     if n > limit:
-        f = make(int(indices[limit]))
-        more = n - limit
-        out.append(Finding(f.check, f.severity, f.file, f.file_position,
-                           f"{more} more like this, not listed; the first of them: {f.message}",
-                           {**f.evidence, "omitted": more}, f.physical_offset, f.topic, f.queue_id, f.queue_offset))
+        out.append(omitted(make(int(indices[limit])), make(int(indices[n - 1])), n - limit))
     return out

@@ -35,7 +35,7 @@ from rocketstore_spark import progress
 from rocketstore_spark.codec import commitlog
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
-from rocketstore_spark.findings import Finding, Severity, StoreError, finding
+from rocketstore_spark.findings import Finding, FindingCap, Severity, StoreError, finding
 from rocketstore_spark.store.layout import offset_name
 
 DEFAULT_WINDOW = 64 << 20
@@ -75,6 +75,10 @@ class SegmentReader:
         self.followed = followed
         self.on_finding = on_finding
         self.result = ScanResult()
+        # at most findings.CAP of a check in full, then one finding for the rest: a segment of a million bad
+        # records costs a few findings, not a million (``result.findings`` is the list of those kept)
+        self._cap = FindingCap()
+        self.result.findings = self._cap.kept
 
     # ------------------------------------------------------------------------------------ findings
 
@@ -84,8 +88,7 @@ class SegmentReader:
         f = finding(check, self.path, position, message, **evidence)
         if self.strict and f.severity == Severity.ERROR:
             raise StoreError(f)
-        self.result.findings.append(f)
-        if self.on_finding:
+        if self._cap.add(f) and self.on_finding:
             self.on_finding(f)
 
     # ----------------------------------------------------------------------------------- reading
@@ -105,6 +108,7 @@ class SegmentReader:
             self._close_after_end()
         finally:
             os.close(fd)
+            self.result.findings.extend(self._cap.summaries())
 
     def _read(self, fd: int, window: int, position: int, file_size: int, walk: bool = False) -> np.ndarray:
         """The window [position, position + window) of the file: a read-only shared mapping (no copy; it is

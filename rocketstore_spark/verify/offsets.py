@@ -14,7 +14,7 @@ import csv
 import datetime as dt
 from dataclasses import dataclass, field
 
-from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.findings import Finding, FindingCap, finding
 from rocketstore_spark.lookup.queue_files import QueueFiles, offset_by_time, store_timestamp_at
 from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.rocketmq.settings import resolve
@@ -50,11 +50,15 @@ class OffsetsReport:
     findings: list[Finding] = field(default_factory=list)
 
 
-def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, int]]) -> OffsetsReport:
+def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, int]],
+                  group: str | None = None) -> OffsetsReport:
     """Every committed offset of the store against ``bounds`` ((topic, queue id) -> RocketMQ's (min, max)
-    offsets of the queue, from ``verify.queues``)."""
+    offsets of the queue, from ``verify.queues``). A file of offsets for queues the store lacks — 200,000 pairs
+    are a valid ``consumerOffset.json`` — gives at most ``findings.CAP`` findings of each check in full
+    (``FindingCap``); every pair still gets its lag row. ``group``: only that consumer group's offsets."""
     files = layout.files
     report = OffsetsReport(None)
+    cap = FindingCap()
     if files.root is None:
         return report
     root = str(files.root)
@@ -62,21 +66,23 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
         config = reader(files)
         for problem in config.problems:
             path, _, why = problem.partition(": ")
-            report.findings.append(finding("offsets.unreadable", _relative(path, root), None, why or problem))
+            cap.add(finding("offsets.unreadable", _relative(path, root), None, why or problem))
         if reader is read_consumer_offsets:
             report.source, rows = config.source, config.rows
     source = _relative(report.source, root) if report.source else "config/consumerOffset.json"
     queues: dict[tuple[str, int], QueueFiles] = {}
     dirs = {(t, q): d for t, q, d in files.queue_dirs()}          # listed once
-    for topic, group, queue_id, offset in rows:
+    for topic, consumer_group, queue_id, offset in rows:
+        if group is not None and consumer_group != group:
+            continue
         b = bounds.get((topic, queue_id))
         if b is None:
-            report.lags.append(QueueLag(layout.name, group, topic, queue_id, offset, None, None, "unknown_queue",
-                                        None, 0, None, None, None))
-            report.findings.append(finding("offsets.unknown_queue", source, None,
-                                           f"group {group} has offset {offset} for {topic}/{queue_id}, which the "
-                                           "store has no ConsumeQueue for", topic=topic, queue_id=queue_id,
-                                           queue_offset=offset, consumer_group=group))
+            report.lags.append(QueueLag(layout.name, consumer_group, topic, queue_id, offset, None, None,
+                                        "unknown_queue", None, 0, None, None, None))
+            cap.add(finding("offsets.unknown_queue", source, None,
+                            f"group {consumer_group} has offset {offset} for {topic}/{queue_id}, which the "
+                            "store has no ConsumeQueue for", topic=topic, queue_id=queue_id,
+                            queue_offset=offset, consumer_group=consumer_group))
             continue
         lo, hi = b
         if (topic, queue_id) not in queues:
@@ -90,19 +96,21 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
         oldest = time_at(start) if start < hi else None
         newest = time_at(hi - 1) if hi > lo else None
         # a negative offset (no commit yet, or damage) counts from 0; never an int64 overflow
-        lag = QueueLag(layout.name, group, topic, queue_id, offset, lo, hi, status, hi - start, max(0, lo - max(offset, 0)),
-                       oldest, newest, newest - oldest if oldest is not None and newest is not None else None)
+        lag = QueueLag(layout.name, consumer_group, topic, queue_id, offset, lo, hi, status, hi - start,
+                       max(0, lo - max(offset, 0)), oldest, newest,
+                       newest - oldest if oldest is not None and newest is not None else None)
         report.lags.append(lag)
-        where = dict(topic=topic, queue_id=queue_id, queue_offset=offset, consumer_group=group, min_offset=lo,
-                     max_offset=hi)
+        where = dict(topic=topic, queue_id=queue_id, queue_offset=offset, consumer_group=consumer_group,
+                     min_offset=lo, max_offset=hi)
         if status == "beyond_max":
-            report.findings.append(finding("offsets.beyond_max", source, None,
-                                           f"group {group} committed {offset} for {topic}/{queue_id}, beyond its max "
-                                           f"offset {hi}", **where))
+            cap.add(finding("offsets.beyond_max", source, None,
+                            f"group {consumer_group} committed {offset} for {topic}/{queue_id}, beyond its max "
+                            f"offset {hi}", **where))
         elif status == "below_min":
-            report.findings.append(finding("offsets.below_min", source, None,
-                                           f"group {group} committed {offset} for {topic}/{queue_id}, below its min "
-                                           f"offset {lo}: {lo - offset} message(s) expired unconsumed", **where))
+            cap.add(finding("offsets.below_min", source, None,
+                            f"group {consumer_group} committed {offset} for {topic}/{queue_id}, below its min "
+                            f"offset {lo}: {lo - offset} message(s) expired unconsumed", **where))
+    report.findings = cap.findings()
     return report
 
 
@@ -179,11 +187,10 @@ def consumer_lag(layouts: list[StoreLayout], how: str = "as-broker", value: str 
         expired_min_is_max = resolve(layout, options).release.expired_min_is_max
         layout.refuse(Work.READ_CONFIG)
         layout.refuse(Work.READ_QUEUES)
-        report = check_offsets(layout, store_queue_bounds(layout, expired_min_is_max))
-        found = [x for x in report.lags if group is None or x.consumer_group == group]
-        out.lags += found
-        out.findings += [f for f in report.findings if group is None or f.evidence.get("consumer_group", group) == group]
-        out.plan += reset_plan(layout, found, how, value, group)
+        report = check_offsets(layout, store_queue_bounds(layout, expired_min_is_max), group)
+        out.lags += report.lags
+        out.findings += report.findings
+        out.plan += reset_plan(layout, report.lags, how, value, group)
     return out
 
 

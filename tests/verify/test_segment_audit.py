@@ -12,6 +12,7 @@ from rocketstore_spark.codec.audit import AuditDecoder
 from rocketstore_spark.codec.commitlog import POS_PHYSICAL_OFFSET
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.encode import Message, SegmentWriter
+from rocketstore_spark.findings import CAP
 from rocketstore_spark.store.segment_reader import SegmentReader
 from tests.builders import write_segments
 
@@ -42,11 +43,24 @@ def misplace(path, positions):
     path.write_bytes(bytes(data))
 
 
-def read(path, decoder, window):
+def read(path, decoder, window, crc_failures=None):
+    """The scan's result; ``crc_failures``: a list that gets every failing record's position, batch by batch
+    (the findings list only the first ``CAP`` of a check in full)."""
     reader = SegmentReader(str(path), 0, decoder, window=window, followed=False)
-    for _ in reader:
-        pass
+    for decoded in reader:
+        if crc_failures is not None:
+            crc_failures += [int(p) for p in decoded.crc_failures]
     return reader.result
+
+
+def assert_capped(findings, check, positions):
+    """``positions`` as findings of ``check``: the first CAP in full, then one counting the rest, naming the
+    first and the last of them."""
+    got = [f for f in findings if f.check == check]
+    assert [f.file_position for f in got[:CAP]] == positions[:CAP]
+    [summary] = got[CAP:]
+    assert summary.evidence["omitted"] == len(positions) - CAP and summary.file_position == positions[CAP]
+    assert summary.evidence["last_file_position"] == positions[-1]
 
 
 def test_every_failing_body_is_found_at_its_position_across_windows_and_full_outputs(tmp_path):
@@ -54,9 +68,10 @@ def test_every_failing_body_is_found_at_its_position_across_windows_and_full_out
     bad = starts[::2] + [starts[-1]]                     # 3001 failures, every other record and the last
     corrupt_bodies(path, bad)
     decoder = AuditDecoder()
-    res = read(path, decoder, window=64 << 10)           # ~4 records per KiB: dozens of windows
-    crc = [f.file_position for f in res.findings if f.check == "commitlog.body_crc"]
+    crc = []
+    res = read(path, decoder, window=64 << 10, crc_failures=crc)       # ~4 records per KiB: dozens of windows
     assert crc == bad
+    assert_capped(res.findings, "commitlog.body_crc", bad)
     assert res.records == N and decoder.state[audit.S_RECORDS] == N
     assert decoder.state[audit.S_CRC_FAILURES] == len(bad) and decoder.state[audit.S_FIRST_CRC_POS] == bad[0]
     assert decoder.state[audit.S_FIRST_TS] == 1_795_000_000_000
@@ -64,8 +79,10 @@ def test_every_failing_body_is_found_at_its_position_across_windows_and_full_out
 
     everything = starts                                  # > OUT_ROWS failures in one window
     corrupt_bodies(path, [p for p in everything if p not in set(bad)])
-    res = read(path, AuditDecoder(), window=64 << 20)
-    assert [f.file_position for f in res.findings if f.check == "commitlog.body_crc"] == everything
+    crc = []
+    res = read(path, AuditDecoder(), window=64 << 20, crc_failures=crc)
+    assert crc == everything
+    assert_capped(res.findings, "commitlog.body_crc", everything)
 
 
 @pytest.mark.parametrize("check_crc", [True, False], ids=["crc", "lanes"])
