@@ -55,23 +55,20 @@ from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
 from rocketstore_spark.documents import DocumentError
 from rocketstore_spark.rebuild.output import write_rebuild
 from rocketstore_spark.recovery.documents import Journal, Plan, Receipt, journal_path, plan_path
-from rocketstore_spark.recovery.plan import inventory, sha256
+from rocketstore_spark.recovery.plan import NOT_COPIED, inventory, sha256
 from rocketstore_spark.recovery.report import harmful, recovery_report
 from rocketstore_spark.rocketmq.settings import BrokerSettings, file_digest
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.files import read_checkpoint
-from rocketstore_spark.store.layout import (ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX, StoreMap, repair_backup,
-                                            repair_kept, repair_staging)
+from rocketstore_spark.store.layout import StoreMap, repair_backup, repair_kept, repair_staging
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.scan import scan_segment
 
 CHUNK = 1 << 20
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
-# the store's entries that are rebuilt, rewritten or removed, not copied
-NOT_COPIED = (CONSUMEQUEUE, INDEX, CHECKPOINT, ABORT)
 
 
 class ApplyRefused(ValueError):

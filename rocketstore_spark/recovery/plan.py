@@ -30,8 +30,13 @@ from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.durable import write_json
 from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.files import uncopyable_entries
+from rocketstore_spark.store.layout import ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 
+
+# the store's entries that are rebuilt, rewritten or removed by the apply, not copied
+NOT_COPIED = (CONSUMEQUEUE, INDEX, CHECKPOINT, ABORT)
 
 def sha256(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
@@ -73,6 +78,13 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
     layout = layouts[0]
     layout.refuse(Work.REPAIR)
+    odd = uncopyable_entries(layout.root, NOT_COPIED) if layout.root is not None else []
+    if odd:
+        # decided here, not half-way through staging: the apply copies every entry but these names
+        more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
+        raise StorePathError("; ".join(f"{layout.root / rel}: {why}" for rel, why in odd[:3]) + more +
+                             ": a repaired copy cannot hold it; move it out of the store (or replace the link by "
+                             "what it points to) and plan again")
     giant = next((s for s in layout.segments if s.size > MAX_SEGMENT_SIZE), None)
     if giant is not None:
         # RocketMQ cannot load such a store, and checksumming a sparse file of that size has no bound

@@ -5,10 +5,12 @@ Paths come from the store map (layout.StoreMap); runs wherever called (a Spark e
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from rocketstore_spark.codec import checkpoint, config_json
-from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.layout import COMMITLOG, StoreMap
 
 
 @dataclass
@@ -73,3 +75,50 @@ def read_subscription_groups(files: StoreMap) -> ConfigFile:
 def read_delay_offsets(files: StoreMap) -> ConfigFile:
     """config/delayOffset.json: a dict per delay level (config_json.delay_offsets)."""
     return read_config(files.delay_offsets_paths(), config_json.delay_offsets)
+
+
+def uncopyable_entries(root: Path, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Every entry under ``root`` (not below the top-level names ``skip``) that a faithful copy of the store
+    cannot take, as (path relative to ``root``, why): a FIFO, socket or device, a symbolic link that leads
+    nowhere (dangling, looping) or to a directory (a copy would not follow it: the files behind it would be
+    missing from the copy), a file or directory that cannot be read, and anything but a regular file in
+    ``commitlog/`` (RocketMQ maps every entry there as a segment). Symbolic links to regular files are copied
+    as their content. Listing and ``stat`` only (driver, CLI)."""
+    out: list[tuple[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        out.append((os.path.relpath(e.filename, root) if e.filename else ".", f"cannot be listed: {e.strerror}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d not in skip]
+            filenames = [f for f in filenames if f not in skip]
+        in_commitlog = Path(rel_dir).parts[:1] == (COMMITLOG,)
+        for name in sorted(dirnames) + sorted(filenames):
+            path = os.path.join(dirpath, name)
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            why = _why_uncopyable(path, in_commitlog)
+            if why:
+                out.append((rel, why))
+    return out
+
+
+def _why_uncopyable(path: str, in_commitlog: bool) -> str | None:
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.stat(path)
+        except OSError as e:
+            return f"a symbolic link that leads nowhere ({e.strerror})"
+        if stat.S_ISDIR(target.st_mode):
+            return "a symbolic link to a directory: a copy would not follow it and lose what is behind it"
+        st = target
+    if stat.S_ISDIR(st.st_mode):
+        if in_commitlog:
+            return "a directory inside commitlog/, where RocketMQ maps every entry as a segment"
+        return None if os.access(path, os.R_OK | os.X_OK) else "a directory that cannot be read"
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+        return f"{kind}, not a file RocketMQ writes"
+    return None if os.access(path, os.R_OK) else "a file that cannot be read"
