@@ -17,6 +17,9 @@ document (driver or CLI; reads the store read-only, writes nothing).
     dispatch                the physical offset range dispatched again
     lost                    valid, CRC-correct messages at or after process_offset: count, offsets, store
                             times, per topic and per queue
+    unreachable             messages the log keeps that no queue reaches after the restart (their queue's files
+                            are gone or end before them, and the restart does not dispatch them again): count,
+                            physical offsets, per queue, and the remedy
     consumer_offsets_past_end   committed offsets beyond their queue's end after recovery
     later_starts            the clean starts after this one that would cut the log further, in order (a
                             crash recovery that skipped damage a clean start walks again): each one's
@@ -101,6 +104,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "index_files_deleted": r.index_files_deleted,
         "dispatch": {"from": r.dispatch_from, "to": r.dispatch_to},
         "lost": _lost(r.lost),
+        "unreachable": _unreachable(r.unreachable),
         "consumer_offsets_past_end": _offsets_past_end(layout, r),
         "later_starts": _later_starts(layout.files, r, w.process_offset if w else None),
     }
@@ -130,7 +134,8 @@ def harmful(doc: dict) -> bool:
     """Whether the restart the report describes, or a clean start after it, loses or cuts anything (messages,
     CommitLog bytes or files, ConsumeQueue entries or files)."""
     no_log = doc["process_offset"] is None and any(q["max_offset_on_disk"] for q in doc["consumequeues"])
-    return bool(no_log or doc["lost"]["messages"] or doc["commitlog_bytes_cut"] or doc["commitlog_files_deleted"]
+    return bool(no_log or doc["lost"]["messages"] or doc["unreachable"]["messages"] or doc["commitlog_bytes_cut"]
+                or doc["commitlog_files_deleted"]
                 or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]) or doc["later_starts"])
 
 
@@ -152,6 +157,25 @@ def _lost(t) -> dict:
             "first_store_time": _iso(first_ms), "last_store_time": _iso(last_ms),
             "topics": dict(sorted(Counter(t["topic"].to_pylist()).items())),
             "queues": [_lost_queue(k, v) for k, v in sorted(per_queue.items())]}
+
+
+REMEDY = ("rebuild the ConsumeQueues from the CommitLog before the broker starts (rocketstore rebuild STORE "
+          "--output DIR writes them; rocketstore recover plan / apply puts them in place), or on RocketMQ 5.x start "
+          "it once with recheckReputOffsetFromCq=true, which dispatches the log again from the queues' end")
+
+
+def _unreachable(per_queue: dict) -> dict:
+    queues = [{"topic": t, "queue_id": q, "messages": n, "first_queue_offset": qo0, "last_queue_offset": qo1,
+               "first_physical_offset": p0, "last_physical_offset": p1}
+              for (t, q), (n, qo0, qo1, p0, p1) in sorted(per_queue.items())]
+    topics = Counter()
+    for q in queues:
+        topics[q["topic"]] += q["messages"]
+    total = sum(topics.values())
+    return {"messages": total,
+            "first_physical_offset": min((q["first_physical_offset"] for q in queues), default=None),
+            "last_physical_offset": max((q["last_physical_offset"] for q in queues), default=None),
+            "topics": dict(sorted(topics.items())), "queues": queues, "remedy": REMEDY if total else None}
 
 
 def _lost_queue(key: tuple, queue_offsets: list) -> dict:

@@ -61,6 +61,16 @@ def render_recovery(doc: dict) -> str:
                    "(or --in-place)")
     else:
         out.append("Nothing valid would be lost.")
+    unreachable = doc["unreachable"]
+    if unreachable["messages"]:
+        out += ["", f"UNREACHABLE: {unreachable['messages']:,} message(s) stay in the CommitLog at physical offsets "
+                    f"{unreachable['first_physical_offset']:,} .. {unreachable['last_physical_offset']:,} but no "
+                    "ConsumeQueue reaches them after the restart",
+                render_table(["topic", "queue", "messages", "queue offsets"],
+                             [(q["topic"], q["queue_id"], q["messages"],
+                               f"{q['first_queue_offset']} .. {q['last_queue_offset']}")
+                              for q in unreachable["queues"][:MAX_QUEUES]], numeric={"queue", "messages"}),
+                f"  to keep them readable, {unreachable['remedy']}"]
     for k, later in enumerate(doc["later_starts"], 1):
         lost = later["lost"]
         out += ["", f"THEN: clean start {k} after it cuts the log further",
@@ -83,6 +93,13 @@ def render_recovery(doc: dict) -> str:
     return "\n".join(out)
 
 
+def _named(topics: dict) -> str:
+    """Topics with their message counts, most first, at most MAX_TOPICS named."""
+    ranked = sorted(topics.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{t} {n:,}" for t, n in ranked[:MAX_TOPICS]) + (
+        f" and {len(ranked) - MAX_TOPICS:,} more" if len(ranked) > MAX_TOPICS else "")
+
+
 def _n(count: int, one: str, many: str | None = None) -> str:
     return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
@@ -101,9 +118,17 @@ def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
     later = sum(x["lost"]["messages"] for x in doc["later_starts"])
     then = "" if not doc["later_starts"] else ", and a clean restart after it would cut the log again" + (
         f" and lose {_n(later, 'more valid message')}" if later else "")
+    unreachable = doc["unreachable"]
+    stranded = "" if not unreachable["messages"] else (
+        f"; {_n(unreachable['messages'], 'more message')} would stay in the CommitLog where no consumer can read "
+        "them")
     if lost["messages"]:
         headline = (f"A restart now would lose {_n(lost['messages'], 'valid message')} "
-                    f"in {_n(len(lost['topics']), 'topic')}{then}.")
+                    f"in {_n(len(lost['topics']), 'topic')}{then}{stranded}.")
+    elif unreachable["messages"]:
+        headline = (f"A restart now would leave {_n(unreachable['messages'], 'message')} in "
+                    f"{_n(len(unreachable['topics']), 'topic')} in the CommitLog where no consumer can read them: "
+                    f"their ConsumeQueues would not reach them{then}.")
     elif cut or doc["commitlog_files_deleted"] or shortened:
         headline = f"A restart now would cut data from the store, but no valid message would be lost{then}."
     elif doc["later_starts"]:
@@ -135,15 +160,20 @@ def recovery_in_words(doc: dict) -> tuple[str, list[str]]:
     if removed:
         out.append("The restart also changes the store: " + "; ".join(removed) + ".")
     if lost["messages"]:
-        topics = sorted(lost["topics"].items(), key=lambda kv: -kv[1])
-        named = ", ".join(f"{t} {n:,}" for t, n in topics[:MAX_TOPICS]) + (
-            f" and {len(topics) - MAX_TOPICS:,} more" if len(topics) > MAX_TOPICS else "")
+        named = _named(lost["topics"])
         out.append(f"The {_n(lost['messages'], 'message')} lost are valid, CRC-correct records stored "
                    f"{_when(lost['first_store_time'])} .. {_when(lost['last_store_time'])} (physical offsets "
                    f"{lost['first_physical_offset']:,} .. {lost['last_physical_offset']:,}; topics: {named}). Export "
                    f"them before restarting the broker: rocketstore recover plan {doc['store']} --output DIR.")
     else:
         out.append("No valid, CRC-correct message would be lost.")
+    if unreachable["messages"]:
+        named = _named(unreachable["topics"])
+        out.append(f"{_n(unreachable['messages'], 'message')} at physical offsets "
+                   f"{unreachable['first_physical_offset']:,} .. {unreachable['last_physical_offset']:,} (topics: "
+                   f"{named}) stay in the CommitLog, but their ConsumeQueues end before them (or are gone) and the "
+                   f"restart does not dispatch that part of the log again: no consumer could read them. To keep them "
+                   f"readable, {unreachable['remedy']}.")
     for later in doc["later_starts"]:
         stop = later["stop"]
         out.append(f"That start leaves damage it did not read: the clean start after it reads from segment "

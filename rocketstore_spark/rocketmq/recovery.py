@@ -16,7 +16,9 @@ The model is docs/format/recovery.md, checked against RocketMQ's real recovery o
    ``rocketmq.consumequeue.place``, the same placement the rebuild and verify use.
 
 What is lost: every valid, CRC-correct record at or after ``process_offset``, and consumer offsets that
-then point past their queue's end.
+then point past their queue's end. What is unreachable: records the log keeps but that the restart neither
+dispatches again nor finds in a queue (``_unreachable``): a queue whose files are gone is not rebuilt from the
+part of the log before the dispatch start, so no consumer can read those messages.
 """
 from __future__ import annotations
 
@@ -375,6 +377,7 @@ class Simulation:
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
         report.dispatch_from, report.dispatch_to = lo, po
+        report.unreachable = self._unreachable(log_min, lo, {q.key: q.final_max_offset for q in report.queues})
         max_cq_after = max((st.max_physical for st in states.values()), default=-1)
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
@@ -403,6 +406,33 @@ class Simulation:
                 by_queue[key].redispatched += int((slots >= 0).sum())
         report.lost = self._lost(po, None)
         return states
+
+    def _unreachable(self, lo: int, hi: int, ends: dict) -> dict:
+        """The queued records of [lo, hi) — the log the restart keeps but does not dispatch again — that their
+        queue will not reach after it (a queue offset at or past the queue's end, or no queue at all: its files
+        were lost and nothing rebuilds them): (topic, queue id) -> [messages, first and last queue offset, first
+        and last physical offset]. Counted batch by batch: memory follows the queues, not the log."""
+        out: dict[tuple[str, int], list[int]] = {}
+        if hi <= lo:
+            return out
+        columns = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type")
+        for t in self._records(columns, lo, hi):
+            for topic, queue_id, cols in dispatch.split_queues(t):
+                qo = cols["queue_offset"]
+                beyond = np.flatnonzero(qo >= ends.get((topic, queue_id), 0))
+                if not len(beyond):
+                    continue
+                first, last = int(beyond[0]), int(beyond[-1])
+                phy = cols["physical_offset"]
+                agg = out.get((topic, queue_id))
+                if agg is None:
+                    out[(topic, queue_id)] = [len(beyond), int(qo[first]), int(qo[last]), int(phy[first]),
+                                              int(phy[last])]
+                else:
+                    agg[0] += len(beyond)
+                    agg[1], agg[2] = min(agg[1], int(qo[first])), max(agg[2], int(qo[last]))
+                    agg[3], agg[4] = min(agg[3], int(phy[first])), max(agg[4], int(phy[last]))
+        return out
 
     def _lost(self, lo: int, hi: int | None) -> pa.Table | None:
         """The valid, CRC-correct records in [lo, hi) (hi None: to the end): what a cut at ``lo`` loses."""
@@ -468,6 +498,9 @@ class RecoveryReport:
     dispatch_to: int | None = None
     lost: pa.Table | None = None             # valid, CRC-correct records at or after process_offset
     later_starts: list[LaterStart] = field(default_factory=list)
+    # queued records the restart keeps in the log but no queue reaches: (topic, queue id) -> [messages, first
+    # and last queue offset, first and last physical offset] (``Simulation._unreachable``)
+    unreachable: dict = field(default_factory=dict)
 
 
 __all__ = ["LaterStart", "RecoveryReport", "Simulation", "recover_queue", "truncate_queue"]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numba
+import pytest
 
 from rocketstore_spark.codec import kernel_cache, properties
 
@@ -35,6 +36,7 @@ def _run(package_root: Path, cache_dir: Path) -> tuple[str, str]:
     return " ".join(events), value[0]
 
 
+@pytest.mark.long                       # compiles the kernels in fresh processes: 20-50 s on 2 cores
 def test_a_changed_helper_file_recompiles_the_kernels_that_inline_it(tmp_path):
     root = tmp_path / "src"
     shutil.copytree(ROOT / "rocketstore_spark", root / "rocketstore_spark",
