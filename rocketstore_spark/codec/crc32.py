@@ -122,18 +122,6 @@ def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, 
     return at
 
 
-@numba.njit(cache=True, nogil=True)
-def gather_checked(buf, body_pos, body_len, body_crc, n):
-    """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts (``copy_checked``)."""
-    size = bodies_end(body_len, 0, n, 0)
-    offsets = np.empty(n + 1, dtype=np.int32)
-    offsets[0] = 0
-    data = np.empty(size, dtype=np.uint8)
-    ok = np.empty(n, dtype=np.bool_)
-    copy_checked(buf, body_pos, body_len, body_crc, 0, n, data, offsets, ok, 0)
-    return offsets, data, ok
-
-
 _CRC32_NAME_WORD = np.uint64(int.from_bytes(b"__CRC32#", "little"))
 CRC32_PROPERTY_LEN = 20          # "__CRC32#" 0x01, ten digits, 0x02
 

@@ -2,7 +2,7 @@
 
 Hosts render as ``ip:port`` the way Java prints an ``InetSocketAddress`` (IPv6 in brackets, every group
 printed, no ``::`` shortening); ``msg_id`` = hex(store address, store port, physical offset), RocketMQ's
-``MessageDecoder.createMessageId``. Pure and compiled: ``host_columns`` renders all three in one pass per record,
+``MessageDecoder.createMessageId``. Pure and compiled: ``host_columns_into`` renders all three in one pass per record,
 writing Arrow-layout buffers (int32 offsets + ASCII bytes); runs wherever records are decoded.
 
 Why it is shaped this way (it runs per record on every full-schema read): digits come from tables (an octet's
@@ -107,27 +107,11 @@ def _same_host(buf, p, q, v6):
 
 
 @numba.njit(cache=True, nogil=True)
-def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want):
-    """born_host, store_host and msg_id of n records (``want``: WANT_* flags; unwanted outputs come back
-    empty) as (born_offsets, born_data, store_offsets, store_data, id_offsets, id_data): ``host_columns_into``
-    buffers of their own."""
-    w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
-    born_offsets = np.zeros(n + 1 if w_born else 1, dtype=np.int32)
-    born = np.empty(n * HOST_MAX + SLACK if w_born else 0, dtype=np.uint8)
-    store_offsets = np.zeros(n + 1 if w_store else 1, dtype=np.int32)
-    store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
-    id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
-    ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
-    bo, so, io = host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want,
-                                   born_offsets, born, store_offsets, store, id_offsets, ids)
-    return born_offsets, born[:bo], store_offsets, store[:so], id_offsets, ids[:io]
-
-
-@numba.njit(cache=True, nogil=True)
 def host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want, born_offsets, born,
                       store_offsets, store, id_offsets, ids):
-    """``host_columns`` into the caller's buffers, for wanted outputs: offsets n + 1, data n * HOST_MAX + SLACK
-    (msg_id: n * MSG_ID_V6 + SLACK). Returns the bytes written to each (born, store, ids)."""
+    """born_host, store_host and msg_id of n records into the caller's buffers, for the outputs ``want`` (WANT_*
+    flags) asks for: offsets n + 1, data n * HOST_MAX + SLACK (msg_id: n * MSG_ID_V6 + SLACK). Returns the bytes
+    written to each (born, store, ids)."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
     born_offsets[0] = store_offsets[0] = id_offsets[0] = 0
