@@ -12,6 +12,7 @@ import numpy as np
 
 from rocketstore_spark.codec import native
 from rocketstore_spark.codec.arrow import copy_span
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.native import byte_at, load_le64
 
 RMQ_CRC_MASK = 0x7FFFFFFF
@@ -105,7 +106,7 @@ def bodies_end(body_len, first, last, at):
     return at
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, ok, at):
     """The bodies of records [first, last) appended to ``data`` from index ``at`` (which must have room), each
     checked on its copy right after it is made, while it is in cache (the bodies are read from memory once, not

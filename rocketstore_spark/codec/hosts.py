@@ -9,7 +9,7 @@ Why it is shaped this way (it runs per record on every full-schema read): digits
 decimal form and a byte's two hex digits, stored 8 or 2 bytes at a time), byte indices are unsigned (numba's
 negative-index handling on every byte would double the cost), and a host whose stored bytes equal the
 previous record's — the store host always, born hosts from the same producer — is copied from the previous
-rendering instead of rendered again. Output buffers carry ``SLACK`` spare bytes for the 8-byte stores.
+rendering instead of rendered again. Output buffers carry ``native.SPARE`` spare bytes for the 8-byte stores.
 """
 from __future__ import annotations
 
@@ -17,16 +17,13 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.commitlog import FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, be32
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, copy_at, load_le64, prefetch, store_le64
+from rocketstore_spark.codec.record_schema import BY_NAME
 
-MSG_ID_V4 = 32          # hex digits: 4-byte address, port, offset
-MSG_ID_V6 = 56          # 16-byte address, port, offset
-HOST_MAX = 52           # "[" + 8 groups of <= 4 hex digits + 7 ":" + "]:" + 10 port digits (uint32)
-SLACK = 16              # spare bytes after a buffer's end: 8-byte stores may write past the last string
-WANT_BORN_HOST = 0
-WANT_STORE_HOST = 1
-WANT_MSG_ID = 2
+# what host_columns_into renders: its ``want`` flags, one per HOST column of record_schema (its ``want``)
+WANT_BORN_HOST, WANT_STORE_HOST, WANT_MSG_ID = (BY_NAME[name].want for name in ("born_host", "store_host", "msg_id"))
 
 # octet v -> its decimal digits, little-endian in a uint64 (the rest zero), and their count
 _OCTET = np.array([int.from_bytes(str(v).encode(), "little") for v in range(256)], dtype=np.uint64)
@@ -93,7 +90,7 @@ def _repeat(at, room, o, start, length):
     """Copy the previous record's rendering, ``length`` bytes at index ``start`` of the buffer at address
     ``at`` (``room`` bytes long), to index ``o`` (the source ends before it: start + length <= o); returns
     ``length``. By address (native.copy_at): integers cost no reference counting in the record loop."""
-    return np.uint64(copy_at(at + np.intp(o), at + start, length, room - start))
+    return np.uint64(copy_at(at + np.intp(o), at + start, length, room - start, room - np.intp(o)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -106,12 +103,12 @@ def _same_host(buf, p, q, v6):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want, born_offsets, born,
                       store_offsets, store, id_offsets, ids):
     """born_host, store_host and msg_id of n records into the caller's buffers, for the outputs ``want`` (WANT_*
-    flags) asks for: offsets n + 1, data n * HOST_MAX + SLACK (msg_id: n * MSG_ID_V6 + SLACK). Returns the bytes
-    written to each (born, store, ids)."""
+    flags) asks for: offsets n + 1, data n * record_schema.HOST_CHARS + native.SPARE (msg_id: n * MSG_ID_CHARS +
+    native.SPARE). Returns the bytes written to each (born, store, ids)."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
     born_offsets[0] = store_offsets[0] = id_offsets[0] = 0
