@@ -378,9 +378,12 @@ def _body_pass(out, regions, plan_, buf, h, n, body_end, verdicts):
 def _position_column(out, m, positions, regions, ni, bi, k, base_offset, record_positions, physical, n):
     """segment_base_offset, file_position or physical_offset."""
     values = _int64s(out, regions, bi + 1, n)
-    for r in range(n):
-        values[r] = base_offset if k == Kind.SEGMENT_BASE_OFFSET else (
-            record_positions[r] if k == Kind.FILE_POSITION else physical[r])
+    if k == Kind.SEGMENT_BASE_OFFSET:
+        values[:] = base_offset
+    elif k == Kind.FILE_POSITION:
+        values[:] = record_positions[:n]
+    else:
+        values[:] = physical
     _fixed_meta(out, m, positions, regions, ni, bi, n, 0, 8 * n)
 
 
