@@ -292,13 +292,13 @@ def _out8(out, regions, b, scratch):
     return _data(out, regions, b)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def _property_pass(out, regions, plan_, measures, buf, h, n, delay_ms):
     """The property kernel's outputs of the planned PROPERTY columns, written in place into their regions
     (the map's offsets and strings, TAGS', UNIQ_KEY's and KEYS' offsets and bytes, tagsCode's values) or into
-    arrays of their own (TAGS' and UNIQ_KEY's presence, the delivery times and theirs). Returns (counts — map
-    entries, bytes of keys, values, TAGS, UNIQ_KEY, KEYS pieces, their bytes —, ascii, tags_valid, uniq_valid,
-    deliver_time, deliver_valid)."""
+    arrays of their own (TAGS' and UNIQ_KEY's presence, the delivery times and theirs). Returns (what
+    ``properties.property_columns_into`` returns — its counts of entries and bytes, ascii —, tags_valid,
+    uniq_valid, deliver_time, deliver_valid)."""
     first = _first_buffers(plan_, Family.PROPERTY, PROPERTY_WANTS)
     want = first >= 0
     pairs_cap = n + measures[Measure.PROPERTIES] // 3
@@ -332,23 +332,23 @@ def _property_pass(out, regions, plan_, measures, buf, h, n, delay_ms):
     return counts, tags_valid, uniq_valid, deliver_time, deliver_valid
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def _host_pass(out, regions, plan_, buf, h, physical, n):
     """The host kernel's renderings of the planned HOST columns, written in place into their regions."""
     first = _first_buffers(plan_, Family.HOST, HOST_WANTS)
     want = first >= 0
     scratch = np.zeros(8, dtype=np.uint8)
     none = np.zeros(0, dtype=np.int64)
-    bb, bs, bi = first[hosts.WANT_BORN_HOST], first[hosts.WANT_STORE_HOST], first[hosts.WANT_MSG_ID]
+    bb, bs, bid = first[hosts.WANT_BORN_HOST], first[hosts.WANT_STORE_HOST], first[hosts.WANT_MSG_ID]
     hosts.host_columns_into(
-        buf, h[H_BORN_HOST_POS] if bb >= 0 else none, h[H_STORE_HOST_POS] if bs >= 0 or bi >= 0 else none,
+        buf, h[H_BORN_HOST_POS] if bb >= 0 else none, h[H_STORE_HOST_POS] if bs >= 0 or bid >= 0 else none,
         h[H_SYS_FLAG], physical, n, want,
         _out32(out, regions, _next(bb, 1), n + 1, scratch), _out8(out, regions, _next(bb, 2), scratch),
         _out32(out, regions, _next(bs, 1), n + 1, scratch), _out8(out, regions, _next(bs, 2), scratch),
-        _out32(out, regions, _next(bi, 1), n + 1, scratch), _out8(out, regions, _next(bi, 2), scratch))
+        _out32(out, regions, _next(bid, 1), n + 1, scratch), _out8(out, regions, _next(bid, 2), scratch))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def _body_pass(out, regions, plan_, buf, h, n, body_end, verdicts):
     """The bodies copied into the planned ``body`` column's regions (unless the walk has copied them: body_end
     >= 0), checked on the copy when ``body_crc_ok`` is planned and its verdicts are not known yet, as the walk

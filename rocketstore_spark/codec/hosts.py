@@ -118,7 +118,6 @@ def host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_off
     born_at, store_at, ids_at = np.intp(born.ctypes.data), np.intp(store.ctypes.data), np.intp(ids.ctypes.data)
     born_room, store_room, ids_room = np.intp(born.shape[0]), np.intp(store.shape[0]), np.intp(ids.shape[0])
     bo = so = io = np.uint64(0)
-    one = np.uint64(1)
     for r in range(n):
         if r + PREFETCH_AHEAD < n:
             prefetch(buf, (born_host_pos if w_born else store_host_pos)[r + PREFETCH_AHEAD])
