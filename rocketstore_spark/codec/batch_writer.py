@@ -55,7 +55,7 @@ ROLE_VALUES = 2         # PER_ROW bytes a row
 ROLE_OFFSETS = 3        # int32 offsets of the rows
 ROLE_ITEM_OFFSETS = 4   # int32 offsets of the entries of a list or map (their Size)
 ROLE_DATA = 5           # bytes of strings (their Size) and SPARE bytes
-MEASURES, FAMILIES = len(Measure), len(Family)
+MEASURES = len(Measure)
 PROPERTY_WANTS = sum(c.family == Family.PROPERTY for c in COLUMNS)
 HOST_WANTS = sum(c.family == Family.HOST for c in COLUMNS)
 
@@ -301,6 +301,9 @@ def _property_pass(out, regions, plan_, measures, buf, h, n, delay_ms):
     uniq_valid, deliver_time, deliver_valid)."""
     first = _first_buffers(plan_, Family.PROPERTY, PROPERTY_WANTS)
     want = first >= 0
+    if not want.any():                      # no PROPERTY column: nothing to derive
+        flags = np.zeros(0, dtype=np.bool_)
+        return (0, 0, 0, 0, 0, 0, 0, True), flags, flags, np.zeros(0, dtype=np.int64), flags
     pairs_cap = n + measures[Measure.PROPERTIES] // 3
     pieces_cap = n + measures[Measure.PROPERTIES] // 2
     scratch = np.zeros(8, dtype=np.uint8)
@@ -337,6 +340,8 @@ def _host_pass(out, regions, plan_, buf, h, physical, n):
     """The host kernel's renderings of the planned HOST columns, written in place into their regions."""
     first = _first_buffers(plan_, Family.HOST, HOST_WANTS)
     want = first >= 0
+    if not want.any():                      # no HOST column: nothing to render
+        return
     scratch = np.zeros(8, dtype=np.uint8)
     none = np.zeros(0, dtype=np.int64)
     bb, bs, bid = first[hosts.WANT_BORN_HOST], first[hosts.WANT_STORE_HOST], first[hosts.WANT_MSG_ID]
@@ -546,15 +551,10 @@ def write_batch(out, message, plan_, buf, buf_file_pos, base_offset, record_posi
     physical = np.empty(n, dtype=np.int64)
     for r in range(n):
         physical[r] = base_offset + record_positions[r]
-    families = np.zeros(FAMILIES, dtype=np.bool_)
-    for c in range(columns.shape[0]):
-        families[columns[c, P_FAMILY]] = True
 
     # what several columns derive from, written first, in place
-    derived = _property_pass(out, regions, columns, measures, buf, h, n if families[Family.PROPERTY] else 0,
-                             delay_ms)
-    if families[Family.HOST]:
-        _host_pass(out, regions, columns, buf, h, physical, n)
+    derived = _property_pass(out, regions, columns, measures, buf, h, n, delay_ms)
+    _host_pass(out, regions, columns, buf, h, physical, n)
     verdicts = _body_pass(out, regions, columns, buf, h, n, body_end, verdicts)
 
     # each column's values, nodes and buffers, in the batch's order

@@ -225,29 +225,6 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
             ascii)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _derived(buf, topic_pos, topic_len, store_timestamp, delay_ms, tags_pos, tags_len, delay_pos, delay_len,
-             timer_pos, timer_len):
-    """(tags_code, deliver_time, deliver_valid) of one record whose TAGS, DELAY and TIMER_OUT_MS values lie at
-    buf[*_pos:][:*_len] (a position below 0: the record has none): RocketMQ's rules, module docstring. Integers
-    in, integers out (no reference counting in the record loop: ``native.unowned`` arrays only)."""
-    due, when = False, np.int64(0)
-    if delay_pos >= 0:
-        due, when = _schedule_delivery(buf, delay_pos, delay_len, topic_pos, topic_len, store_timestamp, delay_ms)
-    if due:
-        code = when
-    elif tags_pos >= 0 and tags_len > 0:
-        code = np.int64(java_hash_span(buf, tags_pos, tags_len))          # int32, sign-extended
-    else:
-        code = np.int64(0)
-    deliver, valid = (when, True) if due else (np.int64(0), False)
-    if timer_pos >= 0 and span_equals(buf, topic_pos, topic_len, TIMER_TOPIC):
-        ok, timer_at = _java_parse(buf, timer_pos, timer_len, INT64_MAX)
-        if ok:
-            deliver, valid = timer_at, True
-    return code, deliver, valid
-
-
 @numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def property_columns_into(buf, record, delay_ms, n, want, record_cap, map_out, tags_out, uniq_out, keys_out,
                           derived_out):
@@ -263,7 +240,6 @@ def property_columns_into(buf, record, delay_ms, n, want, record_cap, map_out, t
     The bytes of a record are read once, while they are in cache, and written straight into Arrow-layout
     buffers (int32 offsets + UTF-8 bytes), no per-pair spans in between."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
-    delay_ms = native.unowned(delay_ms)
     props_pos, props_len, topic_pos, topic_len, store_timestamp = record
     pair_offsets, key_offsets, key_data, value_offsets, value_data = map_out
     tags_offsets, tags_data, tags_valid = tags_out
@@ -393,12 +369,21 @@ def property_columns_into(buf, record, delay_ms, n, want, record_cap, map_out, t
                     s = i + 1
             keys_list_offsets[r + 1] = pieces
         if w_code or w_deliver:
-            code, when, due = _derived(buf, topic_pos[r], topic_len[r], store_timestamp[r], delay_ms,
-                                       vp[tags] if tags >= 0 and w_code else -1, vl[tags] if tags >= 0 else 0,
-                                       vp[delay] if delay >= 0 else -1, vl[delay] if delay >= 0 else 0,
-                                       vp[timer] if timer >= 0 and w_deliver else -1, vl[timer] if timer >= 0 else 0)
+            due, when = False, np.int64(0)
+            if delay >= 0:
+                due, when = _schedule_delivery(buf, vp[delay], vl[delay], topic_pos[r], topic_len[r],
+                                               store_timestamp[r], delay_ms)
             if w_code:
-                tags_code[r] = code
+                if due:
+                    tags_code[r] = when
+                elif tags >= 0 and vl[tags] > 0:
+                    tags_code[r] = java_hash_span(buf, vp[tags], vl[tags])      # int32, sign-extended
+                else:
+                    tags_code[r] = 0
             if w_deliver:
-                deliver_time[r], deliver_valid[r] = when, due
+                deliver_time[r], deliver_valid[r] = (when, True) if due else (np.int64(0), False)
+                if timer >= 0 and span_equals(buf, topic_pos[r], topic_len[r], TIMER_TOPIC):
+                    ok, timer_at = _java_parse(buf, vp[timer], vl[timer], INT64_MAX)
+                    if ok:
+                        deliver_time[r], deliver_valid[r] = timer_at, True
     return pairs, ko, vo, to, uo, pieces, kdo, (seen & _HIGH_BITS) == 0
