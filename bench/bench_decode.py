@@ -2,12 +2,14 @@
 
     .venv/bin/python bench/bench_decode.py --before /tmp/base --after . --rounds 4
 
-Each round runs one fresh process per version (PYTHONPATH = its root, numba's cache already warm: a process
+Each round runs one fresh process per version (each version first every other round) (PYTHONPATH = its root, numba's cache already warm: a process
 that compiles is run and thrown away first) that measures, over a synthetic 256 MiB segment
 (``tests/builders.synthetic_segment`` tiled by ``tiled_segment_chunks``, built once and kept in ``--segment``):
 
 - ``batch_us``: µs per batch, 8 batches of 4 K rows decoded again and again with every column (hot caches),
   the minimum and the median of 25 passes;
+- ``write_us``: µs per batch of the batch writer alone (``RecordDecoder.output`` of one 4 K-row batch already
+  walked, bodies gathered and checked by the writer), the minimum and the median of 25 passes of 8;
 - ``segment_ms``: CPU ms per segment, the whole segment decoded with every column from the first record to
   the BLANK, the fastest 3 of 8 (the segment in memory: page faults of the batches' arenas included).
 
@@ -58,6 +60,14 @@ for _ in range(25):
     for s in starts:
         decoder.decode(segment, 0, size, base, s, size)
     passes.append((time.perf_counter() - t) / len(starts) * 1e6)
+d = decoder.decode(segment, 0, size, base, starts[1], size)
+writes = []
+for _ in range(25):
+    t = time.perf_counter()
+    for _ in range(8):
+        decoder.output(segment, 0, base, d.positions, d.header)
+    writes.append((time.perf_counter() - t) / 8 * 1e6)
+writes.sort()
 segments = []
 for _ in range(8):
     t = time.process_time()
@@ -66,6 +76,7 @@ for _ in range(8):
 passes.sort()
 segments.sort()
 print(json.dumps({"batch_us_min": round(passes[0], 1), "batch_us_median": round(passes[len(passes) // 2], 1),
+                  "write_us_min": round(writes[0], 1), "write_us_median": round(writes[len(writes) // 2], 1),
                   "segment_ms_fastest3": [round(x, 1) for x in segments[:3]], "rows": rows}))
 """
 
@@ -98,8 +109,8 @@ def main() -> None:
     for root in roots.values():
         run(root, args.segment)                 # compiles and caches the kernels
     results = {name: [] for name in roots}
-    for _ in range(args.rounds):
-        for name, root in roots.items():
+    for round_ in range(args.rounds):
+        for name, root in list(roots.items())[::1 if round_ % 2 == 0 else -1]:      # each first in turn
             result = run(root, args.segment)
             results[name].append(result)
             print(json.dumps({"version": name, **result}), flush=True)
@@ -107,9 +118,12 @@ def main() -> None:
         minima = sorted(r["batch_us_min"] for r in rs)
         medians = sorted(r["batch_us_median"] for r in rs)
         fastest = sorted(r["segment_ms_fastest3"][0] for r in rs)
+        writes = sorted(r["write_us_min"] for r in rs)
         print(f"{name}: batch µs min {minima[0]} (rounds' minima {minima[0]}-{minima[-1]}, median "
-              f"{minima[len(minima) // 2]}; rounds' medians {medians[0]}-{medians[-1]}); segment ms fastest "
-              f"{fastest[0]} (rounds' fastest {fastest[0]}-{fastest[-1]}, median {fastest[len(fastest) // 2]})")
+              f"{minima[len(minima) // 2]}; rounds' medians {medians[0]}-{medians[-1]}); writer µs min {writes[0]} "
+              f"(rounds' minima median {writes[len(writes) // 2]}); segment ms fastest {fastest[0]} (rounds' "
+              f"fastest {fastest[0]}-{fastest[-1]}, median {fastest[len(fastest) // 2]})")
+
 
 if __name__ == "__main__":
     main()
