@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.native import copy_at, load_le64
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
@@ -19,10 +20,11 @@ MAX_TIMESTAMP_MS = 253402300799999
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def copy_span(buf, pos, length, data, at):
-    """buf[pos:pos+length] to data[at:] (memcpy)."""
+    """buf[pos:pos+length] to data[at:] (memcpy; checked in the bounds-checked mode: ``checked``)."""
     # the walk keeps every span inside its record and window; memcpy must never be the one to find out
     if length and (pos < 0 or pos + length > buf.shape[0]):
         raise IndexError("span outside the buffer")
+    native.check_write(at, length, data.shape[0])
     native.memcpy(data.ctypes.data + at, buf.ctypes.data + pos, length)
 
 
@@ -40,18 +42,18 @@ def gather(buf, pos, lens, n):
     """(int32 offsets, bytes) of the n spans buf[pos[i]:pos[i]+lens[i]] back to back (``gather_into``)."""
     size = spans_size(lens, n)
     offsets = np.empty(n + 1, dtype=np.int32)
-    data = np.empty(size + native.SHORT_COPY, dtype=np.uint8)
+    data = np.empty(size + native.SPARE, dtype=np.uint8)
     gather_into(buf, pos, lens, n, data, offsets)
     return offsets, data[:size]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def gather_into(buf, pos, lens, n, data, offsets):
     """The n spans buf[pos[i]:pos[i]+lens[i]] (a negative length counts as empty) back to back into ``data``,
-    which needs native.SHORT_COPY spare bytes after them (short ones are copied 8 bytes at a time:
+    which needs native.SPARE spare bytes after them (short ones are copied 8 bytes at a time:
     ``native.copy_at``), their ends into offsets[1:] (offsets[0] = 0). Returns the bytes written."""
     offsets[0] = 0
-    src, dst, room = np.intp(buf.ctypes.data), np.intp(data.ctypes.data), buf.shape[0]
+    src, dst, room, data_room = np.intp(buf.ctypes.data), np.intp(data.ctypes.data), buf.shape[0], data.shape[0]
     o = 0
     for r in range(n):
         if r + native.PREFETCH_AHEAD < n:        # spans scattered over a batch: a miss each otherwise
@@ -59,7 +61,7 @@ def gather_into(buf, pos, lens, n, data, offsets):
         length, p = max(lens[r], 0), pos[r]
         if length and (p < 0 or p + length > room):
             raise IndexError("span outside the buffer")
-        o += copy_at(dst + o, src + p, length, room - p)
+        o += copy_at(dst + o, src + p, length, room - p, data_room - o)
         offsets[r + 1] = o
     return o
 

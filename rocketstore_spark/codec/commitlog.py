@@ -347,7 +347,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
     return lane_counts.sum(), pos[lanes - 1], last_stop
 
 
-# Header fields: index into decode_header's ``want`` and ``out`` (HEADER_FIELDS names them in this order). The *_pos
+# Header fields: index into decode_header's ``want`` and ``out`` (HEADER_FIELDS names them in this order, from these). The *_pos
 # fields are buffer indices of a record's parts (valid only with the buffer they were decoded from).
 H_TOTAL_SIZE = 0
 H_MAGIC_CODE = 1
@@ -369,12 +369,8 @@ H_TOPIC_POS = 16
 H_TOPIC_LEN = 17
 H_PROPS_POS = 18
 H_PROPS_LEN = 19
-HEADER_FIELDS = (
-    "total_size", "magic_code", "body_crc", "queue_id", "flag", "queue_offset", "stored_physical_offset",
-    "sys_flag", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
-    "born_host_pos", "store_host_pos", "body_pos", "body_len", "topic_pos", "topic_len", "props_pos", "props_len",
-)
-assert all(globals()["H_" + name.upper()] == i for i, name in enumerate(HEADER_FIELDS)), "H_* out of sync"
+HEADER_FIELDS = tuple(name[2:].lower() for name, _ in sorted(
+    ((name, value) for name, value in globals().items() if name.startswith("H_")), key=lambda item: item[1]))
 # int32 where the record stores an int32 (half the bytes to write; Arrow takes them as they are)
 HEADER_DTYPES = tuple(np.dtype(np.int32) if name in ("total_size", "magic_code", "body_crc", "queue_id", "flag",
                                                      "sys_flag", "reconsume_times") else np.dtype(np.int64)

@@ -12,6 +12,7 @@ import numpy as np
 
 from rocketstore_spark.codec import native
 from rocketstore_spark.codec.arrow import copy_span
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.native import byte_at, load_le64
 
 RMQ_CRC_MASK = 0x7FFFFFFF
@@ -105,7 +106,7 @@ def bodies_end(body_len, first, last, at):
     return at
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, ok, at):
     """The bodies of records [first, last) appended to ``data`` from index ``at`` (which must have room), each
     checked on its copy right after it is made, while it is in cache (the bodies are read from memory once, not
@@ -120,18 +121,6 @@ def copy_checked(buf, body_pos, body_len, body_crc, first, last, data, offsets, 
         at += length
         offsets[r + 1] = at
     return at
-
-
-@numba.njit(cache=True, nogil=True)
-def gather_checked(buf, body_pos, body_len, body_crc, n):
-    """The bodies as Arrow binary buffers (offsets, data) and crc_ok's verdicts (``copy_checked``)."""
-    size = bodies_end(body_len, 0, n, 0)
-    offsets = np.empty(n + 1, dtype=np.int32)
-    offsets[0] = 0
-    data = np.empty(size, dtype=np.uint8)
-    ok = np.empty(n, dtype=np.bool_)
-    copy_checked(buf, body_pos, body_len, body_crc, 0, n, data, offsets, ok, 0)
-    return offsets, data, ok
 
 
 _CRC32_NAME_WORD = np.uint64(int.from_bytes(b"__CRC32#", "little"))

@@ -33,7 +33,7 @@ from rocketstore_spark.codec import batch_writer, commitlog, compression, ipc_ba
 from rocketstore_spark.codec.arrow import binary_array, valid_utf8
 from rocketstore_spark.codec.commitlog import HeaderColumns, Stop
 from rocketstore_spark.codec.crc32 import crc_ok
-from rocketstore_spark.codec.record_schema import BY_NAME, arrow_schema, header_fields_for
+from rocketstore_spark.codec.record_schema import BY_NAME, Family, arrow_schema, header_fields_for
 
 DEFAULT_BATCH_ROWS = 4096
 DEFAULT_BATCH_BYTES = 16 << 20
@@ -145,7 +145,7 @@ class RecordDecoder:
                  extra_fields: Sequence[str] = (), check_crc: bool = False, fixed_width: bool | None = None,
                  schema: pa.Schema | None = None):
         self.columns = tuple(columns)
-        context = [c for c in self.columns if BY_NAME.get(c) is not None and BY_NAME[c].kind == "context"]
+        context = [c for c in self.columns if BY_NAME.get(c) is not None and BY_NAME[c].family == Family.CONTEXT]
         if context:
             raise ValueError(f"{context} are filled by the reader, not decoded")
         self.schema = arrow_schema(self.columns)
@@ -191,7 +191,6 @@ class RecordDecoder:
             # rest], the rest sized on the last batch's like the bodies
             self._template = ipc_batch.Template(self.schema)
             self._plan = batch_writer.plan(self.columns)
-            self._want_properties, self._want_hosts = batch_writer.wants(self.columns)
             self._metadata_size = int(self._template.positions[ipc_batch.POS_METADATA_SIZE])
             self._rest_capacity = self._rest_floor = min(REST_CAPACITY_MIN, 4096 + 1024 * self.batch_rows)
 
@@ -300,9 +299,8 @@ class RecordDecoder:
             body_offsets, body_end = _NO_OFFSETS, -1
             verdicts = crc_verdicts if crc_verdicts is not None else _NO_VERDICTS
         arena, size, unchecked, compressed = batch_writer.write_batch(
-            arena, template.metadata, template.positions, self._plan, buf, buf_file_pos, base_offset, positions,
-            h.arrays, h.n, body_end, body_offsets, verdicts, self.delay_ms, self._want_properties,
-            self._want_hosts)
+            arena, (template.metadata, template.positions), self._plan, buf, buf_file_pos, base_offset, positions,
+            h.arrays, h.n, (body_end, body_offsets, verdicts), self.delay_ms)
         rest = size - m - (max(body_end, 0) + 7) // 8 * 8
         self._rest_capacity = max(self._rest_floor, rest + rest // 4, self._rest_capacity * 3 // 4)
         batch = template.read(arena[:size])

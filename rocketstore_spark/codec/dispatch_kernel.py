@@ -27,6 +27,7 @@ from rocketstore_spark.codec.commitlog import TRANSACTION_MASK, TRANSACTION_TYPE
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.javahash import _code_point, index_hash_from_java, java_hash_span
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, prefetch
+from rocketstore_spark.codec.record_schema import Family, wanted
 
 QUEUED_TYPES = ("NOT_TYPE", "COMMIT")           # PREPARED and ROLLBACK records get no ConsumeQueue entry
 UNINDEXED_TYPES = ("ROLLBACK",)                 # buildIndex returns early for ROLLBACK only
@@ -194,9 +195,7 @@ def _same(data, a, b, length):
 # the header fields and property outputs a dispatch needs
 DISPATCH_FIELDS = ("total_size", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "topic_pos",
                    "topic_len", "props_pos", "props_len")
-_WANT = np.zeros(6, dtype=np.bool_)
-for _w in (properties.WANT_TAGS, properties.WANT_KEYS, properties.WANT_UNIQ_KEY, properties.WANT_TAGS_CODE):
-    _WANT[_w] = True
+_WANT = wanted(Family.PROPERTY, ("tags", "keys", "uniq_key", "tags_code"))
 
 
 class DispatchWindow:

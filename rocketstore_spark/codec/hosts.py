@@ -2,14 +2,14 @@
 
 Hosts render as ``ip:port`` the way Java prints an ``InetSocketAddress`` (IPv6 in brackets, every group
 printed, no ``::`` shortening); ``msg_id`` = hex(store address, store port, physical offset), RocketMQ's
-``MessageDecoder.createMessageId``. Pure and compiled: ``host_columns`` renders all three in one pass per record,
+``MessageDecoder.createMessageId``. Pure and compiled: ``host_columns_into`` renders all three in one pass per record,
 writing Arrow-layout buffers (int32 offsets + ASCII bytes); runs wherever records are decoded.
 
 Why it is shaped this way (it runs per record on every full-schema read): digits come from tables (an octet's
 decimal form and a byte's two hex digits, stored 8 or 2 bytes at a time), byte indices are unsigned (numba's
 negative-index handling on every byte would double the cost), and a host whose stored bytes equal the
 previous record's — the store host always, born hosts from the same producer — is copied from the previous
-rendering instead of rendered again. Output buffers carry ``SLACK`` spare bytes for the 8-byte stores.
+rendering instead of rendered again. Output buffers carry ``native.SPARE`` spare bytes for the 8-byte stores.
 """
 from __future__ import annotations
 
@@ -17,16 +17,13 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.commitlog import FLAG_BORNHOST_V6, FLAG_STOREHOST_V6, be32
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, copy_at, load_le64, prefetch, store_le64
+from rocketstore_spark.codec.record_schema import BY_NAME
 
-MSG_ID_V4 = 32          # hex digits: 4-byte address, port, offset
-MSG_ID_V6 = 56          # 16-byte address, port, offset
-HOST_MAX = 52           # "[" + 8 groups of <= 4 hex digits + 7 ":" + "]:" + 10 port digits (uint32)
-SLACK = 16              # spare bytes after a buffer's end: 8-byte stores may write past the last string
-WANT_BORN_HOST = 0
-WANT_STORE_HOST = 1
-WANT_MSG_ID = 2
+# what host_columns_into renders: its ``want`` flags, one per HOST column of record_schema (its ``want``)
+WANT_BORN_HOST, WANT_STORE_HOST, WANT_MSG_ID = (BY_NAME[name].want for name in ("born_host", "store_host", "msg_id"))
 
 # octet v -> its decimal digits, little-endian in a uint64 (the rest zero), and their count
 _OCTET = np.array([int.from_bytes(str(v).encode(), "little") for v in range(256)], dtype=np.uint64)
@@ -93,7 +90,7 @@ def _repeat(at, room, o, start, length):
     """Copy the previous record's rendering, ``length`` bytes at index ``start`` of the buffer at address
     ``at`` (``room`` bytes long), to index ``o`` (the source ends before it: start + length <= o); returns
     ``length``. By address (native.copy_at): integers cost no reference counting in the record loop."""
-    return np.uint64(copy_at(at + np.intp(o), at + start, length, room - start))
+    return np.uint64(copy_at(at + np.intp(o), at + start, length, room - start, room - np.intp(o)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -106,28 +103,12 @@ def _same_host(buf, p, q, v6):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
-def host_columns(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want):
-    """born_host, store_host and msg_id of n records (``want``: WANT_* flags; unwanted outputs come back
-    empty) as (born_offsets, born_data, store_offsets, store_data, id_offsets, id_data): ``host_columns_into``
-    buffers of their own."""
-    w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
-    born_offsets = np.zeros(n + 1 if w_born else 1, dtype=np.int32)
-    born = np.empty(n * HOST_MAX + SLACK if w_born else 0, dtype=np.uint8)
-    store_offsets = np.zeros(n + 1 if w_store else 1, dtype=np.int32)
-    store = np.empty(n * HOST_MAX + SLACK if w_store else 0, dtype=np.uint8)
-    id_offsets = np.zeros(n + 1 if w_id else 1, dtype=np.int32)
-    ids = np.empty(n * MSG_ID_V6 + SLACK if w_id else 0, dtype=np.uint8)
-    bo, so, io = host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want,
-                                   born_offsets, born, store_offsets, store, id_offsets, ids)
-    return born_offsets, born[:bo], store_offsets, store[:so], id_offsets, ids[:io]
-
-
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
 def host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_offset, n, want, born_offsets, born,
                       store_offsets, store, id_offsets, ids):
-    """``host_columns`` into the caller's buffers, for wanted outputs: offsets n + 1, data n * HOST_MAX + SLACK
-    (msg_id: n * MSG_ID_V6 + SLACK). Returns the bytes written to each (born, store, ids)."""
+    """born_host, store_host and msg_id of n records into the caller's buffers, for the outputs ``want`` (WANT_*
+    flags) asks for: offsets n + 1, data n * record_schema.HOST_CHARS + native.SPARE (msg_id: n * MSG_ID_CHARS +
+    native.SPARE). Returns the bytes written to each (born, store, ids)."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     w_born, w_store, w_id = want[WANT_BORN_HOST], want[WANT_STORE_HOST], want[WANT_MSG_ID]
     born_offsets[0] = store_offsets[0] = id_offsets[0] = 0
@@ -137,7 +118,6 @@ def host_columns_into(buf, born_host_pos, store_host_pos, sys_flag, physical_off
     born_at, store_at, ids_at = np.intp(born.ctypes.data), np.intp(store.ctypes.data), np.intp(ids.ctypes.data)
     born_room, store_room, ids_room = np.intp(born.shape[0]), np.intp(store.shape[0]), np.intp(ids.shape[0])
     bo = so = io = np.uint64(0)
-    one = np.uint64(1)
     for r in range(n):
         if r + PREFETCH_AHEAD < n:
             prefetch(buf, (born_host_pos if w_born else store_host_pos)[r + PREFETCH_AHEAD])

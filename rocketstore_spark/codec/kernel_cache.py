@@ -4,7 +4,9 @@ numba keys a cached kernel by the content of the one source file that defines it
 from other files (``native.copy_at``, ``javahash.java_hash_span``, ``commitlog``'s record checks): after an
 upgrade or a ``git pull`` that changes only a helper, numba would load a kernel compiled with the old helper —
 stale code, possibly wrong answers. Every kernel of the package is therefore stamped with its own file's
-content *and* every ``rocketstore_spark/codec`` source: a change to the codec recompiles all kernels once.
+content *and* every ``rocketstore_spark/codec`` source: a change to the codec recompiles all kernels once. The
+stamp also names the mode (``checked``), and a bounds-checked build is cached under names of its own (its
+disambiguator): neither mode is served the other's kernels, nor evicts them.
 
 ``install`` puts the stamped locators first in numba's list; it runs when ``rocketstore_spark.codec`` is
 imported, before any kernel is defined (numba picks a kernel's locator when it is decorated). numba's own
@@ -18,14 +20,16 @@ from pathlib import Path
 
 from numba.core import caching
 
+from rocketstore_spark.codec.checked import CHECKED
+
 CODEC_DIR = Path(__file__).resolve().parent
 PACKAGE = __name__.split(".")[0] + "."
 
 
 @functools.lru_cache(maxsize=1)
 def codec_stamp() -> str:
-    """sha256 over every codec source (names and contents), read once per process."""
-    digest = hashlib.sha256()
+    """sha256 over every codec source (names and contents) and the mode, read once per process."""
+    digest = hashlib.sha256(b"checked" if CHECKED else b"normal")
     for path in sorted(CODEC_DIR.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -41,6 +45,9 @@ def _stamped(base: type) -> type:
 
         def get_source_stamp(self):
             return super().get_source_stamp(), codec_stamp()
+
+        def get_disambiguator(self):
+            return super().get_disambiguator() + ("-checked" if CHECKED else "")
 
     Stamped.__name__ = Stamped.__qualname__ = f"CodecStamped{base.__name__}"
     return Stamped

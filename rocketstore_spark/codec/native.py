@@ -7,7 +7,8 @@ takes, two atomic calls per use in the caller's loop (a short copy helper taking
 2.5x slower), where integers cost nothing. ``prefetch(buf, i)`` starts loading a cache line ahead of use. ``byte_at(buf, i)`` reads one byte without numba's negative-index handling, ``load_le64`` eight (for
 searching 8 bytes at a time), ``store_le64`` writes eight; ``load_be16/32/64(buf, i)`` read a big-endian integer at byte index i of a contiguous uint8 array as one
 unaligned load plus a byte swap (three times faster than assembling bytes, which numba does not fuse).
-Like numba's own indexing they do not check bounds: callers check against the buffer length first.
+Like numba's own indexing they do not check bounds: callers check against the buffer length first (in the
+bounds-checked mode, ``checked``, ``store_le64`` and ``copy_at`` check their writes: ``check_write``).
 
 Each is bound by symbol name (``llvmlite.binding.add_symbol`` + ``numba.types.ExternalFunction``), not
 through a ctypes pointer, so the numba kernels that call them can be cached on disk like the others.
@@ -25,11 +26,14 @@ import os
 
 import llvmlite.binding as llvm
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
+
+from rocketstore_spark.codec.checked import CHECKED
 
 _MEMCPY = "rocketstore_memcpy"
 _MEMCHR = "rocketstore_memchr"
@@ -84,7 +88,7 @@ def load_le64(typingctx, buf, index):
 
 
 @intrinsic
-def store_le64(typingctx, buf, index, value):
+def _store_le64(typingctx, buf, index, value):
     """buf[index:index+8] = value (uint64, little-endian; one unaligned store; no bounds check)."""
     if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and buf.layout == "C"
             and isinstance(index, types.Integer) and value == types.uint64):
@@ -96,6 +100,27 @@ def store_le64(typingctx, buf, index, value):
         builder.store(args[2], address, align=1)
         return context.get_dummy_value()
     return types.none(buf, index, value), codegen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def check_write(at, length, room):
+    """In the bounds-checked mode (``checked``): an IndexError unless [at, at + length) lies inside a destination
+    of ``room`` bytes. Compiles to nothing in normal mode."""
+    if CHECKED:
+        at, length, room = np.int64(at), np.int64(length), np.int64(room)
+        if at < 0 or length < 0 or at + length > room:
+            raise IndexError("bounds-checked mode: a write outside its region (at, bytes, region size)", at, length,
+                             room)
+
+
+if CHECKED:
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def store_le64(buf, index, value):
+        """buf[index:index+8] = value (uint64, little-endian; one unaligned store), checked (``check_write``)."""
+        check_write(index, 8, buf.shape[0])
+        _store_le64(buf, index, value)
+else:
+    store_le64 = _store_le64
 
 
 @intrinsic
@@ -184,24 +209,28 @@ memchr = types.ExternalFunction(_MEMCHR, types.intp(types.intp, types.int32, typ
 
 
 SHORT_COPY = 32            # copy_at: copies up to this long go 8 bytes at a time
+SPARE = 8                  # bytes a destination of copy_at or store_le64 needs after its end (7, kept aligned)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def copy_at(dst, src, length, src_room):
+def copy_at(dst, src, length, src_room, dst_room):
     """Copy ``length`` bytes from address ``src`` to address ``dst``; returns ``length``. Up to SHORT_COPY
     bytes go 8 at a time (a ``memcpy`` call per short string costs more than the copy): up to 7 bytes past
-    the end are then written — the destination needs 7 spare bytes after its end, which later copies
+    the end are then written — the destination needs SPARE bytes after its end, which later copies
     overwrite — and read, where the source has them (``src_room``: bytes readable from ``src``).
+    ``dst_room``: bytes writable from ``dst``, checked in the bounds-checked mode (``check_write``).
     Addresses, not arrays (``load_le64_at``). A length below zero copies nothing (memcpy would take it as
     a huge size)."""
     if length <= 0:
         return 0
     if length <= SHORT_COPY and src_room >= SHORT_COPY:
+        check_write(0, (length + 7) & ~7, dst_room)
         k = 0
         while k < length:
             store_le64_at(dst + k, load_le64_at(src + k))
             k += 8
     else:
+        check_write(0, length, dst_room)
         memcpy(dst, src, length)
     return length
 

@@ -20,9 +20,11 @@ import numba
 import numpy as np
 
 from rocketstore_spark.codec import native
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, byte_at, copy_at, load_le64, prefetch
 from rocketstore_spark.codec.commitlog import span_equals
 from rocketstore_spark.codec.javahash import java_hash_span
+from rocketstore_spark.codec.record_schema import BY_NAME
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 SCHEDULE_TOPIC = np.frombuffer(b"SCHEDULE_TOPIC_XXXX", dtype=np.uint8).copy()
@@ -32,13 +34,9 @@ KEY_UNIQ = np.frombuffer(b"UNIQ_KEY", dtype=np.uint8).copy()
 KEY_DELAY = np.frombuffer(b"DELAY", dtype=np.uint8).copy()
 KEY_TIMER_OUT = np.frombuffer(b"TIMER_OUT_MS", dtype=np.uint8).copy()
 TIMER_TOPIC = np.frombuffer(b"rmq_sys_wheel_timer", dtype=np.uint8).copy()
-# what property_columns builds (its ``want`` flags)
-WANT_MAP = 0
-WANT_TAGS = 1
-WANT_KEYS = 2
-WANT_UNIQ_KEY = 3
-WANT_TAGS_CODE = 4
-WANT_DELIVER_TIME = 5
+# what property_columns builds: its ``want`` flags, one per PROPERTY column of record_schema (its ``want``)
+WANT_MAP, WANT_TAGS, WANT_KEYS, WANT_UNIQ_KEY, WANT_TAGS_CODE, WANT_DELIVER_TIME = (
+    BY_NAME[name].want for name in ("properties", "tags", "keys", "uniq_key", "tags_code", "deliver_time"))
 NAME_SEPARATOR = 0x01
 PROPERTY_SEPARATOR = 0x02
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -170,9 +168,6 @@ def _space(buf, i, end):
     return end
 
 
-COPY_SLACK = native.SHORT_COPY     # native.copy_at's spare bytes after each output buffer
-
-
 @numba.njit(cache=True, nogil=True)
 def property_capacity(props_len, n):
     """(data, pairs, record): room enough, for n records of these properties lengths, for any one output's
@@ -201,47 +196,56 @@ def property_columns(buf, props_pos, props_len, topic_pos, topic_len, store_time
     w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
     w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
     data_cap, pairs_cap, record_cap = property_capacity(props_len, n)
+    spare = native.SPARE
     pair_offsets = np.empty(n + 1 if w_map else 1, dtype=np.int32)
     key_offsets = np.empty(pairs_cap + 1 if w_map else 1, dtype=np.int32)
     value_offsets = np.empty(pairs_cap + 1 if w_map else 1, dtype=np.int32)
-    key_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
-    value_data = np.empty(data_cap + COPY_SLACK if w_map else 0, dtype=np.uint8)
+    key_data = np.empty(data_cap + spare if w_map else 0, dtype=np.uint8)
+    value_data = np.empty(data_cap + spare if w_map else 0, dtype=np.uint8)
     tags_offsets = np.empty(n + 1 if w_tags else 1, dtype=np.int32)
-    tags_data = np.empty(data_cap + COPY_SLACK if w_tags else 0, dtype=np.uint8)
+    tags_data = np.empty(data_cap + spare if w_tags else 0, dtype=np.uint8)
     tags_valid = np.empty(n if w_tags else 0, dtype=np.bool_)
     uniq_offsets = np.empty(n + 1 if w_uniq else 1, dtype=np.int32)
-    uniq_data = np.empty(data_cap + COPY_SLACK if w_uniq else 0, dtype=np.uint8)
+    uniq_data = np.empty(data_cap + spare if w_uniq else 0, dtype=np.uint8)
     uniq_valid = np.empty(n if w_uniq else 0, dtype=np.bool_)
     keys_list_offsets = np.empty(n + 1 if w_keys else 1, dtype=np.int32)
     keys_offsets = np.empty(data_cap // 2 + n + 1 if w_keys else 1, dtype=np.int32)
-    keys_data = np.empty(data_cap + COPY_SLACK if w_keys else 0, dtype=np.uint8)
+    keys_data = np.empty(data_cap + spare if w_keys else 0, dtype=np.uint8)
     tags_code = np.empty(n if w_code else 0, dtype=np.int64)
     deliver_time = np.empty(n if w_deliver else 0, dtype=np.int64)
     deliver_valid = np.empty(n if w_deliver else 0, dtype=np.bool_)
     pairs, ko, vo, to, uo, pieces, kdo, ascii = property_columns_into(
-        buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want, record_cap,
-        pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets, tags_data, tags_valid,
-        uniq_offsets, uniq_data, uniq_valid, keys_list_offsets, keys_offsets, keys_data, tags_code, deliver_time,
-        deliver_valid)
+        buf, (props_pos, props_len, topic_pos, topic_len, store_timestamp), delay_ms, n, want, record_cap,
+        (pair_offsets, key_offsets, key_data, value_offsets, value_data), (tags_offsets, tags_data, tags_valid),
+        (uniq_offsets, uniq_data, uniq_valid), (keys_list_offsets, keys_offsets, keys_data),
+        (tags_code, deliver_time, deliver_valid))
     return (pair_offsets, key_offsets[:pairs + 1], key_data[:ko], value_offsets[:pairs + 1], value_data[:vo],
             tags_offsets, tags_data[:to], tags_valid, uniq_offsets, uniq_data[:uo], uniq_valid,
             keys_list_offsets, keys_offsets[:pieces + 1], keys_data[:kdo], tags_code, deliver_time, deliver_valid,
             ascii)
 
 
-@numba.njit(cache=True, nogil=True)
-def property_columns_into(buf, props_pos, props_len, topic_pos, topic_len, store_timestamp, delay_ms, n, want,
-                          record_cap, pair_offsets, key_offsets, key_data, value_offsets, value_data, tags_offsets,
-                          tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid, keys_list_offsets,
-                          keys_offsets, keys_data, tags_code, deliver_time, deliver_valid):
-    """``property_columns`` into the caller's buffers, at least as large as ``property_capacity`` says (the
-    offsets: n + 1, or pairs + 1 for the map's keys and values, data // 2 + n + 1 for KEYS' pieces; the data:
-    data + COPY_SLACK; tags_code, deliver_time and the validity: n), for wanted outputs only. Returns (map
-    entries, bytes of key_data, value_data, tags_data, uniq_data, KEYS pieces, bytes of keys_data, ascii).
+@numba.njit(cache=True, nogil=True, boundscheck=CHECKED)
+def property_columns_into(buf, record, delay_ms, n, want, record_cap, map_out, tags_out, uniq_out, keys_out,
+                          derived_out):
+    """``property_columns`` into the caller's buffers, for wanted outputs only, at least as large as
+    ``property_capacity`` says: ``record`` = (props_pos, props_len, topic_pos, topic_len, store_timestamp) of the
+    n records (the last three read only for tags_code and deliver_time); ``map_out`` = (pair_offsets: n + 1,
+    key_offsets: pairs + 1, key_data: data + SPARE, value_offsets, value_data: alike); ``tags_out`` and
+    ``uniq_out`` = (offsets: n + 1, data: data + SPARE, valid: n); ``keys_out`` = (list_offsets: n + 1, offsets:
+    data // 2 + n + 1, data: data + SPARE); ``derived_out`` = (tags_code, deliver_time, deliver_valid: n each).
+    Returns (map entries, bytes of key_data, value_data, tags_data, uniq_data, KEYS pieces, bytes of keys_data,
+    ascii).
 
     The bytes of a record are read once, while they are in cache, and written straight into Arrow-layout
     buffers (int32 offsets + UTF-8 bytes), no per-pair spans in between."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
+    props_pos, props_len, topic_pos, topic_len, store_timestamp = record
+    pair_offsets, key_offsets, key_data, value_offsets, value_data = map_out
+    tags_offsets, tags_data, tags_valid = tags_out
+    uniq_offsets, uniq_data, uniq_valid = uniq_out
+    keys_list_offsets, keys_offsets, keys_data = keys_out
+    tags_code, deliver_time, deliver_valid = derived_out
     w_map, w_tags, w_keys, w_uniq = want[WANT_MAP], want[WANT_TAGS], want[WANT_KEYS], want[WANT_UNIQ_KEY]
     w_code, w_deliver = want[WANT_TAGS_CODE], want[WANT_DELIVER_TIME]
     # one record's pairs (name/value spans), before duplicates are resolved
@@ -250,12 +254,14 @@ def property_columns_into(buf, props_pos, props_len, topic_pos, topic_len, store
     kh = np.empty(record_cap, dtype=np.uint64)
     vp = np.empty(record_cap, dtype=np.int64)
     vl = np.empty(record_cap, dtype=np.int64)
-    # addresses for copy_at (arrays would cost reference counting in this loop)
+    # addresses for copy_at (arrays would cost reference counting in this loop), and the room behind them
     buf_at = np.intp(buf.ctypes.data)      # signed: uintp + int64 would be a float
     readable = buf.shape[0]               # copy_at's src_room: bytes readable from an index
     key_data_at, value_data_at = np.intp(key_data.ctypes.data), np.intp(value_data.ctypes.data)
     tags_data_at, uniq_data_at = np.intp(tags_data.ctypes.data), np.intp(uniq_data.ctypes.data)
     keys_data_at = np.intp(keys_data.ctypes.data)
+    key_room, value_room, tags_room = key_data.shape[0], value_data.shape[0], tags_data.shape[0]
+    uniq_room, keys_room = uniq_data.shape[0], keys_data.shape[0]
     pair_offsets[0] = key_offsets[0] = value_offsets[0] = tags_offsets[0] = uniq_offsets[0] = 0
     keys_list_offsets[0] = keys_offsets[0] = 0
     pairs = 0              # map entries so far
@@ -321,8 +327,9 @@ def property_columns_into(buf, props_pos, props_len, topic_pos, topic_len, store
                         timer = m
                     m += 1
                     if w_map and not duplicate:
-                        ko += copy_at(key_data_at + ko, buf_at + index, kv - index, readable - index)
-                        vo += copy_at(value_data_at + vo, buf_at + kv + 1, end - kv - 1, readable - (kv + 1))
+                        ko += copy_at(key_data_at + ko, buf_at + index, kv - index, readable - index, key_room - ko)
+                        vo += copy_at(value_data_at + vo, buf_at + kv + 1, end - kv - 1, readable - (kv + 1),
+                                      value_room - vo)
                         pairs += 1
                         key_offsets[pairs] = ko
                         value_offsets[pairs] = vo
@@ -333,20 +340,20 @@ def property_columns_into(buf, props_pos, props_len, topic_pos, topic_len, store
             if duplicate:
                 pairs, ko, vo = pairs_at, ko_at, vo_at
                 for j in range(m):
-                    ko += copy_at(key_data_at + ko, buf_at + kp[j], kl[j], readable - kp[j])
-                    vo += copy_at(value_data_at + vo, buf_at + vp[j], vl[j], readable - vp[j])
+                    ko += copy_at(key_data_at + ko, buf_at + kp[j], kl[j], readable - kp[j], key_room - ko)
+                    vo += copy_at(value_data_at + vo, buf_at + vp[j], vl[j], readable - vp[j], value_room - vo)
                     pairs += 1
                     key_offsets[pairs] = ko
                     value_offsets[pairs] = vo
             pair_offsets[r + 1] = pairs
         if w_tags:
             if tags >= 0:
-                to += copy_at(tags_data_at + to, buf_at + vp[tags], vl[tags], readable - vp[tags])
+                to += copy_at(tags_data_at + to, buf_at + vp[tags], vl[tags], readable - vp[tags], tags_room - to)
             tags_valid[r] = tags >= 0
             tags_offsets[r + 1] = to
         if w_uniq:
             if uniq >= 0:
-                uo += copy_at(uniq_data_at + uo, buf_at + vp[uniq], vl[uniq], readable - vp[uniq])
+                uo += copy_at(uniq_data_at + uo, buf_at + vp[uniq], vl[uniq], readable - vp[uniq], uniq_room - uo)
             uniq_valid[r] = uniq >= 0
             uniq_offsets[r + 1] = uo
         if w_keys:
@@ -356,7 +363,7 @@ def property_columns_into(buf, props_pos, props_len, topic_pos, topic_len, store
                 while s <= e:
                     i = _space(buf, s, e)
                     if i > s:
-                        kdo += copy_at(keys_data_at + kdo, buf_at + s, i - s, readable - s)
+                        kdo += copy_at(keys_data_at + kdo, buf_at + s, i - s, readable - s, keys_room - kdo)
                         pieces += 1
                         keys_offsets[pieces] = kdo
                     s = i + 1

@@ -54,6 +54,7 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
                 need = bodies_end(body_len, first, count, o)
                 if need > body_data.shape[0]:
                     grown = np.empty(max(need, 2 * body_data.shape[0]), dtype=np.uint8)
+                    native.check_write(0, o, grown.shape[0])
                     native.memcpy(grown.ctypes.data, body_data.ctypes.data, o)
                     body_data = grown
                 o = copy_checked(buf, body_pos, body_len, body_crc, first, count, body_data, body_offsets, body_ok, o)

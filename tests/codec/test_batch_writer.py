@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.codec import ipc_batch
+from rocketstore_spark.codec.checked import CHECKED
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.encode import Message, encode_record
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
@@ -212,3 +213,36 @@ def test_a_batch_of_context_columns_only_has_the_records_length():
     schema = pa.schema([("store", pa.string())])
     batch = d.select(schema, {"store": RepeatedColumn("s", pa.string())(d.n)})
     assert batch.num_rows == d.n == 40 and batch.column("store").to_pylist() == ["s"] * 40
+
+
+# (column, which of its buffers, bytes a row its region is given, how it is written there): one of each way a
+# region is written, each region too small for what the records put there
+_UNDERSIZED = [
+    ("queue_offset", 1, 1, "values through an int64 view"),
+    ("born_timestamp", 1, 4, "timestamps"),
+    ("tags", 0, 0, "a validity bitmap"),
+    ("topic", 2, 1, "spans gathered by copy_at"),
+    ("transaction_type", 2, 1, "8-byte stores"),
+    ("born_host", 2, 4, "the host kernel's renderings"),
+    ("msg_id", 2, 16, "the host kernel's 8-byte stores"),
+    ("tags", 2, 0, "the property kernel's copies"),
+    ("keys", 3, 1, "the property kernel's offsets"),
+    ("properties", 8, 1, "the property kernel's copies of values"),
+    ("body", 2, 1, "bodies gathered by the writer"),
+    ("body_crc_ok", 1, 0, "a bitmap of verdicts"),
+]
+
+
+@pytest.mark.skipif(not CHECKED, reason="the bounds-checked mode: tests/fuzz/test_checked_mode.py runs it")
+@pytest.mark.parametrize("column, buffer, per_row, how", _UNDERSIZED)
+def test_the_checked_mode_refuses_a_write_past_an_undersized_region(column, buffer, per_row, how):
+    from rocketstore_spark.codec import batch_writer
+    decoder = RecordDecoder(("queue_id", column) if column != "queue_id" else ("topic", column))
+    columns, rules = decoder._plan
+    b = columns[list(decoder.columns).index(column), batch_writer.P_BUFFER] + buffer
+    assert rules[b, batch_writer.R_ROLE] != batch_writer.ROLE_NONE
+    rules = rules.copy()
+    rules[b] = (batch_writer.ROLE_VALUES, per_row, 0, 1)
+    decoder._plan = (columns, rules)
+    with pytest.raises(IndexError, match="bounds-checked mode|out of bounds"):
+        decoder.decode(WINDOW, 0, len(DATA), BASE, 0, len(DATA))

@@ -11,7 +11,7 @@ from pathlib import Path
 import numba
 import pytest
 
-from rocketstore_spark.codec import kernel_cache, properties
+from rocketstore_spark.codec import checked, kernel_cache, properties
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,8 +27,9 @@ print("tags_code", out[14][0])
 """
 
 
-def _run(package_root: Path, cache_dir: Path) -> tuple[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(package_root), "NUMBA_DEBUG_CACHE": "1", "NUMBA_CACHE_DIR": str(cache_dir)}
+def _run(package_root: Path, cache_dir: Path, checked_mode: bool = False) -> tuple[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(package_root), "NUMBA_DEBUG_CACHE": "1", "NUMBA_CACHE_DIR": str(cache_dir),
+           checked.ENV: "1" if checked_mode else "0"}
     done = subprocess.run([sys.executable, "-c", RUN], cwd=package_root, env=env, capture_output=True, text=True,
                           check=True)
     events = [line for line in done.stdout.splitlines() if "property_columns" in line and "[cache]" in line]
@@ -60,6 +61,17 @@ def test_a_changed_helper_file_recompiles_the_kernels_that_inline_it(tmp_path):
     after, value = _run(root, cache)
     assert "data saved" in after, after
     assert value == "tags_code 7"
+
+
+def test_the_bounds_checked_mode_has_kernels_of_its_own(tmp_path):
+    # the same sources, the other mode: compiled anew (not served the other mode's build), and the first mode's
+    # build still there afterwards
+    cache = tmp_path / "cache"
+    assert "data saved" in _run(ROOT, cache)[0]
+    in_checked_mode, value = _run(ROOT, cache, checked_mode=True)
+    assert "data saved" in in_checked_mode and "data loaded" not in in_checked_mode, in_checked_mode
+    again, same = _run(ROOT, cache)
+    assert "data loaded" in again and "data saved" not in again and same == value, again
 
 
 def test_our_kernels_are_stamped_and_others_are_not():
