@@ -1,5 +1,6 @@
-"""The codec tests that write batches and a reduced mutation campaign in the bounds-checked mode (codec/checked.py): every write into
-a batch's regions checked, a write outside raising instead of corrupting memory. Each runs in a process of its
+"""The codec tests that write batches and a reduced mutation campaign in the bounds-checked mode
+(codec/checked.py): every write into a batch's regions checked, a write outside raising instead of corrupting
+memory. Each runs in a process of its
 own with ROCKETSTORE_CHECKED=1 (the mode is read once, when the codec is imported); the checked build of the
 kernels is cached apart from the normal one, so only the first run compiles."""
 from __future__ import annotations
@@ -22,7 +23,7 @@ CASES = 300                 # 15 % of the normal campaign's cases (a checked cas
 TOOLS_EVERY = 5
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_codec_tests_pass_in_the_bounds_checked_mode():
     ignored = [f"--ignore=tests/codec/{name}" for name in NOT_CHECKED]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-m",
@@ -33,7 +34,7 @@ def test_codec_tests_pass_in_the_bounds_checked_mode():
     assert "test_the_checked_mode_refuses" not in proc.stdout, proc.stdout[-3000:]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_campaign_is_clean_in_the_bounds_checked_mode():
     proc = subprocess.run([sys.executable, "-m", "tests.fuzz.campaign", "--cases", str(CASES), "--seed", "20261127",
                            "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY)],

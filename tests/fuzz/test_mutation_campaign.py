@@ -15,8 +15,8 @@ import pytest
 from tests.fuzz import campaign
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = 2000                # about two minutes on two cores
-TOOLS_EVERY = 5             # 400 of them also through verify, report, rebuild and repair: about two more
+CASES = 2000                # 2-5 minutes on two cores
+TOOLS_EVERY = 5             # 400 of them also through verify, report, rebuild and repair (included above)
 
 
 @pytest.mark.long
