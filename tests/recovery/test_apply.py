@@ -8,7 +8,6 @@ Expected values come from the golden manifests (RocketMQ's records and its recov
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -18,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from rocketstore_spark.cli.main import cli
 from rocketstore_spark.recovery.apply import ApplyRefused, apply_plan, rollback
 from rocketstore_spark.recovery.plan import make_plan
+from tests.cli.helpers import run
 from tests.golden import serve_check
 from tests.golden.goldens import BY_ID, Golden, all_goldens
 from tests.store_files import copy_store, tree
@@ -143,14 +141,12 @@ def test_the_repaired_queues_equal_rocketmqs_recovered_ones_wherever_rocketmqs_a
 def test_applying_twice_does_nothing_more_and_the_cli_says_so(tmp_path):
     g = BY_ID["5.5.1/torn-tail"]
     make_plan(str(g.store), tmp_path / "plan")
-    runner = CliRunner()
-    first = runner.invoke(cli, ["recover", "apply", str(tmp_path / "plan"), "--output", str(tmp_path / "rep")])
+    first = run("recover", "apply", tmp_path / "plan", "--output", tmp_path / "rep")
     assert first.exit_code == 0, first.output
     assert "Repaired store published at" in first.output and "cut nothing more" in first.output
     published = tree(tmp_path / "rep")
-    again = runner.invoke(cli, ["recover", "apply", str(tmp_path / "plan"), "--output", str(tmp_path / "rep"),
-                                "--json"])
-    assert again.exit_code == 0 and json.loads(again.output)["already_applied"] is True
+    again = run("recover", "apply", tmp_path / "plan", "--output", tmp_path / "rep", "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["already_applied"] is True
     assert tree(tmp_path / "rep") == published
 
 
@@ -239,10 +235,10 @@ def test_a_stale_plan_a_live_broker_and_bad_targets_are_refused(tmp_path):
         apply_plan(tmp_path / "plan", in_place=True)
     assert tree(store) == original and not (tmp_path / "a").exists()
 
-    result = CliRunner().invoke(cli, ["recover", "apply", str(tmp_path / "plan"), "--in-place"])
+    result = run("recover", "apply", tmp_path / "plan", "--in-place")
     assert result.exit_code == 2 and "changed since the plan" in result.output
     assert len(result.output.strip().splitlines()) == 1
-    result = CliRunner().invoke(cli, ["recover", "apply", str(tmp_path / "plan")])
+    result = run("recover", "apply", tmp_path / "plan")
     assert result.exit_code == 2 and "--output DIR" in result.output
 
 

@@ -13,12 +13,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rocketstore_spark.cli.main import cli
 from rocketstore_spark.codec.encode import Message
 from rocketstore_spark.report.html import MAX_PER_CHECK
 from rocketstore_spark.verify.store import verify_store
+from tests.cli.helpers import run
 from tests.builders import write_store
 from tests.golden.goldens import BY_ID, committed_offsets
 
@@ -47,7 +46,7 @@ def browser():
 
 
 def audit_html(path: Path, *stores, status: int) -> str:
-    r = CliRunner().invoke(cli, ["audit", *map(str, stores), "--html", str(path)], catch_exceptions=False)
+    r = run("audit", *stores, "--html", path)
     assert r.exit_code == status, r.output
     assert f"HTML report written to {path}" in r.stdout
     return path.read_text(encoding="utf-8")
@@ -193,7 +192,7 @@ def test_strings_from_a_store_are_text_never_markup(browser, tmp_path):
 
 def test_the_report_is_refused_inside_a_store(tmp_path):
     g = BY_ID["5.5.1/clean"]
-    r = CliRunner().invoke(cli, ["audit", str(g.store), "--html", str(g.store / "report.html")])
+    r = run("audit", g.store, "--html", g.store / "report.html")
     assert r.exit_code == 2 and "inside the store" in r.output and not (g.store / "report.html").exists()
-    r = CliRunner().invoke(cli, ["audit", str(g.store), "--html", str(tmp_path / "no-such-dir" / "report.html")])
+    r = run("audit", g.store, "--html", tmp_path / "no-such-dir" / "report.html")
     assert r.exit_code == 2 and "no-such-dir" in r.output
