@@ -28,6 +28,18 @@ class DocumentError(ValueError):
     """A JSON document that is not the one expected: unreadable, of another type, or of another version."""
 
 
+def json_text(obj, indent: int | None = 1) -> str:
+    """``obj`` as JSON text (non-ASCII kept as it is, anything else JSON lacks as its ``str``). A name read
+    from the file system that is not UTF-8 (a surrogate escape) cannot be written as UTF-8: then every
+    non-ASCII character is a ``\\u`` escape, which carries it exactly."""
+    text = json.dumps(obj, indent=indent, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, indent=indent, ensure_ascii=True, default=str)
+    return text
+
+
 def header(document_type: str, document_version: int) -> dict:
     """The fields every document starts with (module docstring)."""
     return {"document_type": document_type, "document_version": document_version, "made_by": MADE_BY}

@@ -39,6 +39,11 @@ class Group(click.Group):
     """Turns the errors a user causes into one line and exit status 2; anything else into exit 1."""
 
     def invoke(self, ctx):
+        # a name from the store that is not UTF-8 (a topic directory, a file name: surrogate escapes) is printed
+        # as backslash escapes rather than ending the command with an encoding error
+        for stream in (sys.stdout, sys.stderr):
+            if hasattr(stream, "reconfigure"):
+                stream.reconfigure(errors="backslashreplace")
         show = sys.stderr.isatty() or os.environ.get("ROCKETSTORE_PROGRESS") == "1"
         try:
             with progress_display(show):

@@ -4,10 +4,9 @@ the verify, JSON-ready, as ``rocketstore verify --json`` prints it (the rebuild'
 the audit's ``report.audit``)."""
 from __future__ import annotations
 
-import json
 import sys
 
-from rocketstore_spark.documents import header
+from rocketstore_spark.documents import header, json_text
 
 
 def text_stream(json_target: str | None):
@@ -17,7 +16,7 @@ def text_stream(json_target: str | None):
 
 def document_text(doc) -> str:
     """``doc`` as indented JSON (non-ASCII kept, anything else JSON lacks as its ``str``)."""
-    return json.dumps(doc, indent=1, ensure_ascii=False, default=str)
+    return json_text(doc)
 
 
 def save_document(doc, path: str) -> None:

@@ -377,7 +377,7 @@ class Simulation:
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
         report.dispatch_from, report.dispatch_to = lo, po
-        report.unreachable = self._unreachable(log_min, lo, {q.key: q.final_max_offset for q in report.queues})
+        report.unreachable = self._unreachable(log_min, lo, {key: st.max_physical for key, st in states.items()})
         max_cq_after = max((st.max_physical for st in states.values()), default=-1)
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
@@ -409,21 +409,22 @@ class Simulation:
 
     def _unreachable(self, lo: int, hi: int, ends: dict) -> dict:
         """The queued records of [lo, hi) — the log the restart keeps but does not dispatch again — that their
-        queue will not reach after it (a queue offset at or past the queue's end, or no queue at all: its files
-        were lost and nothing rebuilds them): (topic, queue id) -> [messages, first and last queue offset, first
-        and last physical offset]. Counted batch by batch: memory follows the queues, not the log."""
+        queue will not hold after it: a record at or past the end of the queue's last entry (``ends``: (topic,
+        queue id) -> that physical offset; entries follow the log's order, whatever queue offset they were
+        placed at), or of a queue that has no entry at all (its files were lost and nothing rebuilds them).
+        (topic, queue id) -> [messages, first and last queue offset, first and last physical offset]. Counted
+        batch by batch: memory follows the queues, not the log."""
         out: dict[tuple[str, int], list[int]] = {}
         if hi <= lo:
             return out
         columns = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type")
         for t in self._records(columns, lo, hi):
             for topic, queue_id, cols in dispatch.split_queues(t):
-                qo = cols["queue_offset"]
-                beyond = np.flatnonzero(qo >= ends.get((topic, queue_id), 0))
+                qo, phy = cols["queue_offset"], cols["physical_offset"]
+                beyond = np.flatnonzero(phy >= ends.get((topic, queue_id), -1))
                 if not len(beyond):
                     continue
                 first, last = int(beyond[0]), int(beyond[-1])
-                phy = cols["physical_offset"]
                 agg = out.get((topic, queue_id))
                 if agg is None:
                     out[(topic, queue_id)] = [len(beyond), int(qo[first]), int(qo[last]), int(phy[first]),

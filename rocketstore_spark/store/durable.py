@@ -8,9 +8,10 @@ cache. Runs wherever files are written (driver, executors, CLI).
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
+
+from rocketstore_spark.documents import json_text
 
 
 def temporary(path: Path) -> Path:
@@ -65,13 +66,7 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, obj) -> None:
     """``obj`` as indented JSON to ``path`` atomically and durably (values JSON cannot hold as their str)."""
-    text = json.dumps(obj, indent=1, ensure_ascii=False, default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # a name read from the file system that is not UTF-8 (a surrogate escape): \u escapes carry it exactly
-        text = json.dumps(obj, indent=1, ensure_ascii=True, default=str)
-    write_text(path, text + "\n")
+    write_text(path, json_text(obj) + "\n")
 
 
 def fsync_tree(root: Path) -> None:

@@ -237,3 +237,25 @@ def test_a_store_of_another_engine_is_refused_by_every_command_that_would_answer
     audit = run("audit", store, "--json")
     assert audit.exit_code == 3
     assert json.loads(audit.stdout)["stores"][0]["findings"][0]["check"] == "store.unsupported_engine"
+
+
+def test_names_that_are_not_utf8_are_printed_escaped_never_an_encoding_error(tmp_path):
+    """File names that are not UTF-8 (a store copied between file systems, damage) reach the findings as
+    surrogate escapes: the commands print them escaped and write them into JSON exactly (\\u escapes) instead of
+    ending with "'utf-8' codec can't encode characters" (found by the mutation campaign driving the CLI)."""
+    import os
+    store = copy_store(BY_ID["4.9.8/corrupt-body"].store, tmp_path / "store")
+    stray = os.path.join(os.fsencode(store / "commitlog"), b"junk\xff\xfe")
+    with open(stray, "wb") as f:
+        f.write(b"x")
+    name = os.fsdecode(stray)
+    audit = run("audit", store, "--json")
+    assert audit.exit_code == 3, audit.output
+    stray_files = [f["file"] for f in json.loads(audit.stdout)["stores"][0]["findings"]
+                   if f["check"] == "store.stray_file"]
+    assert stray_files == ["commitlog/junk\udcff\udcfe"] or stray_files == [name]
+    for argv in (["audit", store], ["inspect", store], ["verify", store], ["recover", "report", store],
+                 ["recover", "plan", store, "--output", tmp_path / "plan"]):
+        result = run(*argv)
+        assert result.exit_code in (0, 3) and "codec can't encode" not in result.output, (argv, result.output)
+    assert "junk\\udcff\\udcfe" in run("inspect", store).stdout          # printed as backslash escapes

@@ -10,10 +10,12 @@ Mutations (``MUTATIONS``): bit flips and absurd header fields in CommitLog recor
 BLANK fills, duplicate/overlapping/misnamed segments, stray and special files (symlink loops, FIFOs,
 directories, sparse giants), and corrupt ConsumeQueue, IndexFile, checkpoint and consumerOffset.json files.
 
-With ``--tools-every K`` every K-th case also goes whole through the tools built on the readers, in process:
-verify, the recovery report, the rebuild (with its diff against the store's files), and a repair plan applied
-into a copy — where only ``StorePathError`` may refuse the plan (a segment larger than RocketMQ can write) and
-only ``ApplyFailed`` (the repaired store would not start cleanly, or a file cannot be copied) the apply.
+With ``--tools-every K`` every K-th case also goes whole through the operator commands, as ``rocketstore``
+runs them (in process, through click): ``audit`` (verify and the recovery report), ``recover report``,
+``rebuild`` (with its diff against the store's files), ``recover plan`` and ``recover apply`` into a copy. Each
+must end with exit 0, 3 (problems found) or 2 (a refusal naming what is wrong: a store or entry a repair cannot
+take, a segment larger than RocketMQ can write), never 1 or a traceback — except the apply, whose exit 1 with
+one line is its refusal to publish a copy that would not start cleanly; outputs go to a scratch directory.
 
 Invariants per case:
 1. no exception from any reader or tool, no hang; strict mode raises StoreError exactly when the lenient read
@@ -48,20 +50,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from click.testing import CliRunner  # noqa: E402
+
+from rocketstore_spark.cli.main import cli  # noqa: E402
 from rocketstore_spark.codec import config_json  # noqa: E402
 from rocketstore_spark.findings import StoreError  # noqa: E402
-from rocketstore_spark.rebuild.output import rebuild_store  # noqa: E402
-from rocketstore_spark.recovery.apply import ApplyFailed, apply_plan  # noqa: E402
-from rocketstore_spark.recovery.plan import make_plan  # noqa: E402
-from rocketstore_spark.recovery.report import recovery_report  # noqa: E402
-from rocketstore_spark.store.discovery import StorePathError, discover  # noqa: E402
+from rocketstore_spark.store.discovery import discover  # noqa: E402
 from rocketstore_spark.store.files import read_checkpoint, read_consumer_offsets  # noqa: E402
 from rocketstore_spark.store.indexes import iter_entries, read_index_file  # noqa: E402
 from rocketstore_spark.store.layout import StoreMap  # noqa: E402
 from rocketstore_spark.store.queues import read_queue  # noqa: E402
 from rocketstore_spark.store.records import read_table  # noqa: E402
 from rocketstore_spark.store.scan import scan_segment  # noqa: E402
-from rocketstore_spark.verify.store import verify_store  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "rocketmq-5.5.1" / "clean" / "store"
 HASH_SLOTS = 64                     # the golden stores' IndexFile geometry
@@ -357,23 +357,36 @@ def read_everything(store: Path) -> tuple[list[dict], list]:
     return rows, findings
 
 
+def rocketstore(*argv, allowed=(0, 2, 3)):
+    """``rocketstore ARGV`` in process; AssertionError unless it exits with one of ``allowed`` without a
+    traceback (what the operator would see: exit 1 is an internal failure)."""
+    result = CliRunner().invoke(cli, [str(a) for a in argv])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"rocketstore {argv[0]}: {type(result.exception).__name__}: {result.exception}"[:300])
+    if result.exit_code not in allowed or "Traceback" in result.output:
+        raise AssertionError(f"rocketstore {' '.join(map(str, argv[:2]))} exit {result.exit_code}: "
+                             f"{result.output[-300:]}")
+    return result
+
+
 def run_tools(store: Path) -> list[str]:
-    """Verify, the recovery report, the rebuild and a plan applied into a copy (outputs in a scratch directory);
-    what they say about the store is not judged here, only that each finishes. Returns notes (refusals)."""
+    """The operator commands on the store (module docstring; outputs in a scratch directory): what they say
+    about the store is not judged here, only how each ends. Returns notes (refusals)."""
     notes = []
     with tempfile.TemporaryDirectory(prefix="campaign-tools-") as scratch:
         scratch = Path(scratch)
-        verify_store(str(store))
-        recovery_report(str(store))
-        rebuild_store(str(store), str(scratch / "rebuilt"))
-        try:
-            make_plan(str(store), scratch / "plan")
-        except StorePathError as e:                # a segment no RocketMQ could have written (a sparse giant)
-            return notes + [f"plan refused: {e}"[:300]]
-        try:
-            apply_plan(scratch / "plan", output=scratch / "repaired")
-        except ApplyFailed as e:
-            notes.append(f"apply refused: {e}"[:300])
+        rocketstore("audit", store, "--json")
+        rocketstore("recover", "report", store, "--json")
+        rocketstore("rebuild", store, "--output", scratch / "rebuilt")
+        plan = rocketstore("recover", "plan", store, "--output", scratch / "plan")
+        if plan.exit_code == 2:
+            return notes + [f"plan refused: {plan.output.strip()}"[:300]]
+        applied = rocketstore("recover", "apply", scratch / "plan", "--output", scratch / "repaired",
+                              allowed=(0, 1))
+        if applied.exit_code == 1:
+            if len(applied.output.strip().splitlines()) != 1:
+                raise AssertionError(f"recover apply exit 1 without a one-line reason: {applied.output[-300:]}")
+            notes.append(f"apply refused: {applied.output.strip()}"[:300])
     return notes
 
 
