@@ -26,7 +26,7 @@ evidence and what is refused) and ``Engines.refuse`` stops the work it would get
 of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
 repair, a recovery verdict — with a one-line ``UnsupportedStore`` error: a refusal, never a silent wrong
 answer. Entries under the root that belong to no engine we know are ``store.unknown_entry`` warnings (a
-backup copy, a file an operator left) and refuse nothing. Listing and ``stat`` only; runs wherever a store is
+backup copy, a file an operator left; hidden entries and ``lost+found`` are passed over) and refuse nothing. Listing and ``stat`` only; runs wherever a store is
 discovered (driver, CLI).
 """
 from __future__ import annotations
@@ -73,7 +73,9 @@ KNOWN_ROOT_ENTRIES = frozenset({
     "config", "compaction", "timerlog", "timerwheel", "rocksdbstore", "batchconsumequeue", "consumequeue_rocksdb",
     "transaction",
 })
-ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")           # every RocksDB directory has these
+# what a file system or a person puts beside a store without being part of it: not worth a finding (hidden
+# entries — a dot file — are passed over too)
+NOT_STORE_ENTRIES = frozenset({"lost+found"})
 KNOWN_CONFIG_DIRS = {"topics": "topics", "consumerOffsets": "consumer offsets",
                      "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)"}
 
@@ -153,7 +155,7 @@ def _from_files(root: Path, out: Engines) -> None:
         if name.startswith("dledger-") and path.is_dir():
             switched = " after a classic commitlog/ (switched)" if (root / "commitlog").is_dir() else ""
             out.add("DLedger CommitLog", f"{name}/{switched}", _EVERYTHING, path)
-        elif name not in KNOWN_ROOT_ENTRIES:
+        elif name not in KNOWN_ROOT_ENTRIES and not name.startswith(".") and name not in NOT_STORE_ENTRIES:
             out.findings.append(finding("store.unknown_entry", str(path), None,
                                         "not a file or directory of any RocketMQ store engine we know (left alone)"))
     cq = root / "consumequeue"

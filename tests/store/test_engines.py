@@ -105,6 +105,8 @@ def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
 def test_an_unknown_entry_is_a_warning_that_refuses_nothing(tmp_path):
     store = classic(tmp_path)
     (store / "commitlog.old").mkdir()
+    (store / "lost+found").mkdir()                          # a mount point's, and hidden files: not findings
+    (store / ".built-by-bench").write_text("x")
     layout = discover(str(store))[0]
     unknown = [f for f in layout.findings if f.check == "store.unknown_entry"]
     assert [f.file for f in unknown] == [str(store / "commitlog.old")]
