@@ -1,6 +1,6 @@
 """Memory per split is bounded whatever the segment size: a 1 GiB segment written by our encoder decodes,
 every column, with about the same peak memory as a 128 MiB one. Generation and reading run in separate
-fresh processes so each ru_maxrss is the reader's own."""
+fresh processes so each peak (VmHWM) is the reader's own."""
 from __future__ import annotations
 
 import subprocess
@@ -20,7 +20,8 @@ WRITE = textwrap.dedent("""
             f.write(chunk.tobytes())
 """)
 READ = textwrap.dedent("""
-    import resource, sys
+    import sys
+    from tests.peak_rss import peak_rss_kib
     from rocketstore_spark.codec.decoder import RecordDecoder
     from rocketstore_spark.codec.record_schema import DECODED
     from rocketstore_spark.store.segment_reader import SegmentReader
@@ -28,14 +29,14 @@ READ = textwrap.dedent("""
         from rocketstore_spark.codec.native import keep_freed_memory
         assert keep_freed_memory()
     rows = 0
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    baseline = peak_rss_kib()
     reader = SegmentReader(sys.argv[1], 0, RecordDecoder(DECODED))
     for decoded in reader:
         rows += decoded.batch.num_rows
     # a lone segment closed by a BLANK: the segment it rolled over to is not there
     assert [f.check for f in reader.result.findings] == ["commitlog.missing_next_segment"], reader.result
     assert reader.result.stop.name == "BLANK", reader.result
-    print(rows, baseline, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    print(rows, baseline, peak_rss_kib())
 """)
 
 
@@ -43,7 +44,7 @@ def decode_peak(tmp_path, size: int, allocator: str) -> tuple[int, int]:
     path = str(tmp_path / f"{0:020d}")
     subprocess.run([sys.executable, "-c", WRITE, str(size), path], check=True, cwd=ROOT)
     rows, baseline, peak = map(int, subprocess.run([sys.executable, "-c", READ, path, allocator], capture_output=True,
-                                                   text=True, check=True).stdout.split())
+                                                   text=True, check=True, cwd=ROOT).stdout.split())
     return rows, peak - baseline
 
 

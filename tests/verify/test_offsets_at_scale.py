@@ -39,16 +39,17 @@ def test_unknown_queues_are_reported_capped_with_every_lag_row_kept(tmp_path):
     assert "the last at" in summary.message
 
 
-# `rocketstore ARGV` in a process that reports its own peak RSS on stderr (RUSAGE_CHILDREN would give the
-# largest of every child this test process ever waited for)
+# `rocketstore ARGV` in a process that reports its own peak RSS on stderr (tests/peak_rss.py says why not
+# getrusage)
 AUDIT_WITH_PEAK = """
-import resource, sys
+import sys
+from tests.peak_rss import peak_rss_kib
 from rocketstore_spark.cli.main import cli
 try:
     cli.main(args=sys.argv[1:], prog_name="rocketstore")
 except SystemExit as e:
     code = e.code
-print(f"PEAK_KIB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+print(f"PEAK_KIB {peak_rss_kib()}", file=sys.stderr)
 sys.exit(code)
 """
 
