@@ -142,11 +142,37 @@ class FindingCap:
         return self.kept + self.summaries()
 
 
+class CappedRun:
+    """The findings of one check over indices that arrive in chunks (a file read a chunk at a time): ``add(make,
+    indices)`` per chunk, ``make`` built on that chunk's data; then ``findings()`` as ``capped`` gives them for
+    all the indices at once. Only the findings listed (and the last seen) are made; memory follows the cap."""
+
+    def __init__(self, limit: int = CAP):
+        self.limit = limit
+        self.first: list[Finding] = []          # the first limit + 1
+        self.last: Finding | None = None
+        self.count = 0
+
+    def add(self, make: Callable[[int], Finding], indices: Sequence[int]) -> None:
+        n = len(indices)
+        if not n:
+            return
+        need = self.limit + 1 - len(self.first)
+        if need > 0:
+            self.first += [make(int(i)) for i in indices[:need]]
+        if self.count + n > self.limit:
+            self.last = make(int(indices[n - 1]))
+        self.count += n
+
+    def findings(self) -> list[Finding]:
+        if self.count <= self.limit:
+            return self.first
+        return self.first[:self.limit] + [omitted(self.first[self.limit], self.last, self.count - self.limit)]
+
+
 def capped(make: Callable[[int], Finding], indices: Sequence[int], limit: int = CAP) -> list[Finding]:
     """``make(i)`` for the first ``limit`` of ``indices``; if there are more, one finding standing for the rest
     (``omitted``: the first of them, the count, where the last is). Only the findings listed are made."""
-    n = len(indices)
-    out = [make(int(i)) for i in indices[:limit]]
-    if n > limit:
-        out.append(omitted(make(int(indices[limit])), make(int(indices[n - 1])), n - limit))
-    return out
+    run = CappedRun(limit)
+    run.add(make, indices)
+    return run.findings()

@@ -42,9 +42,10 @@ def line(text: str = "", style: str | None = None) -> None:
 
 @contextlib.contextmanager
 def progress_display(enabled: bool):
-    """While a command runs, on stderr: the CommitLog segment being read with a bar of its bytes, and the
-    bytes read so far with their rate — from the reader's own counters (``rocketstore_spark.progress``), never
-    an estimate. Shown when ``enabled`` (stderr is a terminal, or ROCKETSTORE_PROGRESS=1); gone when done."""
+    """While a command runs, on stderr: the CommitLog segment each reading thread is on with a bar of its bytes,
+    and the bytes read so far with their rate — from the reader's own counters (``rocketstore_spark.progress``),
+    never an estimate. Shown when ``enabled`` (stderr is a terminal, or ROCKETSTORE_PROGRESS=1); gone when
+    done."""
     if not enabled:
         yield
         return
@@ -54,17 +55,21 @@ def progress_display(enabled: bool):
     bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     console=Console(stderr=True, force_terminal=True), transient=True)
     total = bars.add_task("CommitLog read", total=None)
-    segment = bars.add_task("segment", total=1)
     lock = threading.Lock()
-    reached: dict[str, int] = {}
+    segments: dict[int, int] = {}               # reading thread -> its bar
+    reached: dict[tuple[int, str], int] = {}    # (thread, file) -> the byte reached
 
     def sink(path: str, position: int, size: int) -> None:
+        thread = threading.get_ident()
         with lock:
-            last = reached.get(path, 0)
+            last = reached.get((thread, path), 0)
             read = position - last if position >= last else position       # a new pass over the file
-            reached[path] = position
+            reached[(thread, path)] = position
             bars.advance(total, max(0, read))
-            bars.update(segment, description=f"commitlog/{os.path.basename(path)}", completed=position, total=size)
+            if thread not in segments:
+                segments[thread] = bars.add_task("segment", total=1)
+            bars.update(segments[thread], description=f"commitlog/{os.path.basename(path)}", completed=position,
+                        total=size)
 
     with bars, progress.reporting(sink):
         yield

@@ -223,7 +223,9 @@ def detect_index_tags(layout: StoreLayout, slots: int) -> bool | None:
     for seg in layout.segments:
         if seg.base_offset + seg.size <= lo or seg.base_offset > hi:
             continue
-        for decoded in SegmentReader(seg.path, seg.base_offset, decoder):
+        # only the records the sampled entries point into, not their whole segments (1 GiB by default)
+        start, end = max(0, lo - seg.base_offset), min(seg.size, hi - seg.base_offset + 1)
+        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start, end):
             batches.append(decoded.batch)
     if not batches:
         return None

@@ -100,6 +100,33 @@ def read_spill(path: Path, dtype: np.dtype, first: int = 0, count: int | None = 
             first += n
 
 
+def spilled_keys(spill: Path, tasks: int):
+    """The keys the scan tasks 0 .. tasks-1 spilled, as a ``verify.index.KeySource``: (key hash, physical offset,
+    store time) chunks of the keys of the records from ``begin`` to ``end`` inclusive (None: to the end), in
+    put order — the tasks' key files in task order, each in physical offset order, entered by a binary search
+    (a few reads), then read READ_ROWS at a time."""
+    def keys(begin: int, end: int | None):
+        for task in range(tasks):
+            path = keys_path(spill, task)
+            lo, hi = 0, os.path.getsize(path) // KEY_SPILL.itemsize
+            with open(path, "rb") as f:
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    f.seek(mid * KEY_SPILL.itemsize)
+                    if np.frombuffer(f.read(KEY_SPILL.itemsize), KEY_SPILL)["physical_offset"][0] < begin:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+            for rows in read_spill(path, KEY_SPILL, lo):
+                phy = rows["physical_offset"]
+                cut = len(phy) if end is None else int(np.searchsorted(phy, end, "right"))
+                if cut:
+                    yield rows["key_hash"][:cut].astype(np.int64), phy[:cut].copy(), rows["store_timestamp"][:cut].copy()
+                if cut < len(phy):
+                    return
+    return keys
+
+
 def key_at(spill: Path, task_keys: list[int], rank: int) -> tuple[int, int]:
     """(physical offset, store time) of the key of global ``rank`` (driver or executor)."""
     task, first = locate(task_keys, rank)

@@ -6,31 +6,47 @@ what the file holds, every slot head and prev_index in range and pointing to an 
 slot (so no chain can loop), every entry reachable from its slot's head, time differences within the
 header's span.
 
-Keys (``index.wrong_entry``, ``missing_key``): RocketMQ's dispatch rules (``codec.dispatch_kernel.DispatchDecoder``, the
-same the rebuild uses) give the keys of every record from the header's begin to end physical offset; each entry's
-(key hash, physical offset) must be one of them, and each of them must be in the file — except for the
+Keys (``index.wrong_entry``, ``missing_key``): RocketMQ's dispatch rules (``codec.dispatch_kernel.DispatchDecoder``,
+the same the rebuild uses) give the keys of every record from the header's begin to end physical offset; each
+entry's (key hash, physical offset) must be one of them, and each of them must be in the file — except for the
 records at the two ends, whose keys a rollover splits between two files. For the store's newest file the
-records after its end are counted too (``index.lagging``).
+records after its end are counted too (``index.lagging``). The expected keys come from a ``KeySource``: the
+dispatch of the records themselves (``dispatched_keys``, one Spark task per file) or the keys a whole-store
+dispatch already spilled (``store.spill.spilled_keys``, the in-process verify).
 
-Memory: the file's slot table and entry columns plus the covered records' keys, i.e. proportional to the
-IndexFile's geometry (about 1 GB for RocketMQ's default 5M slots x 20M entries), not to the CommitLog.
+How, and in what memory: RocketMQ puts keys in CommitLog order, so a sound file's entries run in physical
+offset order, as the expected keys do. Both are streamed a chunk at a time (``CHUNK_ENTRIES``) and merged
+on physical offset by a compiled kernel (``_match``); the chain structure is one compiled pass keeping the
+newest entry of every slot (``_chain_step``), and the chains are only walked when they are not what RocketMQ
+writes. Memory: two slot tables (8 bytes a slot: 80 MB for RocketMQ's default 5M slots) and a few chunks,
+whatever the entry count. A damaged file whose entries are out of physical offset order is matched whole
+(its entry columns and covered keys in memory: proportional to its geometry, about 1 GB at the default).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 import numba
 import numpy as np
 
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
-from rocketstore_spark.findings import Finding, capped, finding
+from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.store.discovery import StoreLayout
-from rocketstore_spark.store.indexes import IndexFileView
+from rocketstore_spark.store.indexes import IndexFileView, iter_entries
 from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.verify.queues import LogBounds
+
+CHUNK_ENTRIES = 1 << 20           # IndexFile entries (20 MiB) and expected keys read at a time
+INT32_MAX = 2**31 - 1
+
+# (key hash, physical offset, store time in ms) chunks of the keys RocketMQ puts for the records from
+# physical offset ``begin`` to ``end`` inclusive (None: to the end of the log), in put order
+KeyChunks = Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]
+KeySource = Callable[[int, "int | None"], KeyChunks]
 
 
 @dataclass
@@ -42,92 +58,52 @@ class IndexVerdict:
     findings: list[Finding] = field(default_factory=list)
 
 
-def _columns(view: IndexFileView) -> tuple[np.ndarray, np.ndarray]:
-    """(slot heads, entries 0 .. entry_count) of a file with a known geometry, read-only."""
+@dataclass
+class Structure:
+    """What the structure pass learned of a file's entries 1 .. n besides its findings."""
+    findings: list[Finding]
+    first_phy: int = 0                  # entry 1's physical offset
+    last_phy: int = 0                   # entry n's
+    in_order: bool = True               # physical offsets never decrease from entry to entry (as RocketMQ puts)
+
+
+def _slot_heads(view: IndexFileView) -> np.ndarray:
+    """The slot table (each slot's newest entry), zero where the file is cut inside it."""
     g = view.geometry
-    n = view.entry_count
-    data = np.memmap(view.path, dtype=np.uint8, mode="r")
-    try:
-        heads = np.frombuffer(bytes(data[indexfile.HEADER_SIZE:g.entries_start]), dtype=">i4").astype(np.int64)
-        raw = bytes(data[g.entries_start:g.entries_start + (n + 1) * indexfile.ENTRY_SIZE])
-    finally:
-        del data
-    heads = np.pad(heads, (0, g.hash_slot_num - len(heads)))
-    return heads, np.frombuffer(raw.ljust((n + 1) * indexfile.ENTRY_SIZE, b"\0"), dtype=indexfile.ENTRY_DTYPE)
+    with open(view.path, "rb") as f:
+        f.seek(indexfile.HEADER_SIZE)
+        raw = f.read(indexfile.SLOT_SIZE * g.hash_slot_num)
+    heads = np.frombuffer(raw[:len(raw) // 4 * 4], dtype=">i4").astype(np.int64)
+    return np.pad(heads, (0, g.hash_slot_num - len(heads)))
 
 
-def check_structure(view: IndexFileView, name: str, store_geometry: indexfile.Geometry
-                    ) -> tuple[list[Finding], np.ndarray]:
-    """Header, chain and time findings of one file with a known geometry (``view.geometry``: what the file
-    holds; ``store_geometry``: the broker's setting), and its entries (0 .. n)."""
-    g, h, out = view.geometry, view.header, []
-    n = view.entry_count
-    header = lambda message, position=0, **ev: finding("index.bad_header", name, position, message,  # noqa: E731
-                                                        **ev)
-    held = max(0, (view.file_size - g.entries_start) // indexfile.ENTRY_SIZE)
-    if h["index_count"] > store_geometry.index_num:
-        out.append(header(f"index_count {h['index_count']} is above maxIndexNum {store_geometry.index_num}", 36))
-    if h["index_count"] < 1 and (h["begin_phy_offset"] or h["end_phy_offset"]):
-        out.append(header(f"index_count {h['index_count']} (1 for a file without entries)", 36))
-    if n and (h["begin_phy_offset"] > h["end_phy_offset"] or h["begin_timestamp"] > h["end_timestamp"]):
-        out.append(header(f"begins after it ends: physical offsets {h['begin_phy_offset']} .. {h['end_phy_offset']}, "
-                          f"timestamps {h['begin_timestamp']} .. {h['end_timestamp']}"))
-    heads, entries = _columns(view)
-    key_hash = entries["key_hash"].astype(np.int64)
-    prev = entries["prev_index"].astype(np.int64)
-    idx = np.arange(len(entries))
-    slot_pos = lambda s: indexfile.HEADER_SIZE + indexfile.SLOT_SIZE * s                    # noqa: E731
-    entry_pos = lambda i: g.entries_start + indexfile.ENTRY_SIZE * i                        # noqa: E731
-    at = lambda i, check, message, **ev: finding(check, name, entry_pos(i), message,        # noqa: E731
-                                                 physical_offset=int(entries["phy_offset"][i]), entry=i, **ev)
+def _entry_chunks(view: IndexFileView) -> Iterator[tuple[int, np.ndarray]]:
+    """(first entry, entries) chunks of entries 1 .. n; entries the file does not hold read as zeros."""
+    n, got = view.entry_count, 0
+    for first, entries in iter_entries(view, CHUNK_ENTRIES):
+        got = first + len(entries) - 1
+        yield first, entries
+    if got < n:
+        yield got + 1, np.zeros(n - got, dtype=indexfile.ENTRY_DTYPE)
 
-    cut = view.file_size != store_geometry.file_size
-    into_lost = (heads > n) & (heads < h["index_count"]) if cut else np.zeros(len(heads), bool)
-    if cut:
-        lost = max(0, h["index_count"] - max(1, held))
-        out.append(header(f"{view.file_size} bytes, {store_geometry.file_size} expected: the file was cut short; it "
-                          f"holds {max(0, held - 1)} entries, {lost} of those its header counts are lost "
-                          f"({int(into_lost.sum())} slot(s) point to lost entries)",
-                          size=view.file_size, expected=store_geometry.file_size, lost_entries=lost,
-                          slots_into_lost=int(into_lost.sum())))
-    # RocketMQ chains every entry to the newest older entry of its slot and points the slot at its newest
-    # entry, so the whole chain structure follows from the hashes: compare with it
-    slot = np.where(key_hash >= 0, key_hash % g.hash_slot_num, -1)
-    live = idx[1:]
-    negative = live[slot[1:] < 0]
-    out += capped(lambda i: at(i, "index.bad_chain", f"entry {i}'s key hash {int(key_hash[i])} is negative (RocketMQ "
-                               "stores abs(hashCode))"), negative)
-    hashed = live[slot[1:] >= 0]
-    order = hashed[np.lexsort((hashed, slot[hashed]))]
-    same = np.zeros(len(order), dtype=bool)
-    same[1:] = slot[order][1:] == slot[order][:-1]
-    want_prev = np.zeros(len(entries), dtype=np.int64)
-    want_prev[order[same]] = order[:-1][same[1:]]
-    want_head = np.zeros(g.hash_slot_num, dtype=np.int64)
-    last = np.r_[~same[1:], True] if len(order) else np.zeros(0, bool)
-    want_head[slot[order[last]]] = order[last]
-    wrong_prev = hashed[prev[hashed] != want_prev[hashed]]
-    out += capped(lambda i: at(i, "index.bad_chain", f"entry {i}'s prev_index is {int(prev[i])}; the previous entry "
-                               f"of its slot is {int(want_prev[i])}" + (" (a forward link: a loop)" if prev[i] >= i
-                                                                        else ""), expected=int(want_prev[i])),
-                  wrong_prev)
-    wrong_head = np.flatnonzero((heads != want_head) & ~into_lost)
-    out += capped(lambda s: finding("index.bad_chain", name, slot_pos(s),
-                                    f"slot {s} points to entry {int(heads[s])}; its newest entry is {int(want_head[s])}",
-                                    slot=s, expected=int(want_head[s])), wrong_head)
-    used = int((want_head > 0).sum())
-    if n and not cut and h["hash_slot_count"] != used:
-        out.append(header(f"hash_slot_count {h['hash_slot_count']}; the entries use {used} slots", 32, expected=used))
-    reached = _reachable(heads, prev, n)
-    lost = live[~reached[1:]]
-    if len(lost):
-        out.append(at(int(lost[0]), "index.unreachable_entries",
-                      f"{len(lost)} entr{'y' if len(lost) == 1 else 'ies'} no slot chain reaches (the first: entry "
-                      f"{int(lost[0])}): lookups never return them", entries=len(lost)))
-    diff = entries["time_diff"].astype(np.int64)
-    out += capped(lambda i: at(i, "index.bad_time", f"entry {i}'s time difference {int(diff[i])} s is negative"),
-                  live[diff[1:] < 0])
-    return out, entries
+
+def _prev_column(view: IndexFileView) -> np.ndarray:
+    """prev_index of entries 0 .. n (int32: 4 bytes an entry), for walking the chains."""
+    prev = np.zeros(view.entry_count + 1, dtype=np.int32)
+    for first, e in _entry_chunks(view):
+        prev[first:first + len(e)] = e["prev_index"]
+    return prev
+
+
+@numba.njit(cache=True, nogil=True)
+def _chain_step(slot, newest, first_index, want_prev):
+    """RocketMQ links every entry to the newest older entry of its slot and points the slot at it: for the
+    chunk of entries from ``first_index``, the prev_index each should have (``newest`` carried over chunks)."""
+    for j in range(len(slot)):
+        s = slot[j]
+        if s >= 0:
+            want_prev[j] = newest[s]
+            newest[s] = first_index + j
 
 
 @numba.njit(cache=True, nogil=True)
@@ -145,32 +121,114 @@ def _reachable(heads, prev, n):
     return seen
 
 
-def covered_keys(layout: StoreLayout, release: Release, delay_levels: str, begin: int, end: int | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(key hash, physical offset, store time in ms) of every key RocketMQ puts for the records from physical
-    offset ``begin`` to ``end`` inclusive (None: to the end of the log), in put order."""
-    # the compiled dispatch (the rebuild's): raw store times, even those no TIMESTAMP column can hold
-    decoder = DispatchDecoder(delay_levels, index_tags=release.index_tags, batch_rows=1 << 16)
-    hashes, phys, times = [], [], []
-    for k, seg in enumerate(layout.segments):
-        if seg.base_offset + seg.size <= begin or (end is not None and seg.base_offset > end):
-            continue
-        start = max(0, begin - seg.base_offset)
-        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
-            window = decoded.batch
-            phy = window.key_physical_offset
-            keep = (phy >= begin) & (phy <= end if end is not None else True)
-            hashes.append(window.key_hash[keep].astype(np.int64))
-            phys.append(phy[keep])
-            times.append(window.key_store_timestamp[keep])
-            if end is not None and len(phy) and phy[-1] > end:
-                break
-        else:
-            continue
-        break
-    if not hashes:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(hashes), np.concatenate(phys), np.concatenate(times)
+def check_structure(view: IndexFileView, name: str, store_geometry: indexfile.Geometry) -> Structure:
+    """Header, chain and time findings of one file with a known geometry (``view.geometry``: what the file
+    holds; ``store_geometry``: the broker's setting), read a chunk at a time."""
+    g, h, out = view.geometry, view.header, []
+    n = view.entry_count
+    header = lambda message, position=0, **ev: finding("index.bad_header", name, position, message,  # noqa: E731
+                                                        **ev)
+    held = max(0, (view.file_size - g.entries_start) // indexfile.ENTRY_SIZE)
+    if h["index_count"] > store_geometry.index_num:
+        out.append(header(f"index_count {h['index_count']} is above maxIndexNum {store_geometry.index_num}", 36))
+    if h["index_count"] < 1 and (h["begin_phy_offset"] or h["end_phy_offset"]):
+        out.append(header(f"index_count {h['index_count']} (1 for a file without entries)", 36))
+    if n and (h["begin_phy_offset"] > h["end_phy_offset"] or h["begin_timestamp"] > h["end_timestamp"]):
+        out.append(header(f"begins after it ends: physical offsets {h['begin_phy_offset']} .. {h['end_phy_offset']}, "
+                          f"timestamps {h['begin_timestamp']} .. {h['end_timestamp']}"))
+    heads = _slot_heads(view)
+    slot_pos = lambda s: indexfile.HEADER_SIZE + indexfile.SLOT_SIZE * s                    # noqa: E731
+    entry_pos = lambda i: g.entries_start + indexfile.ENTRY_SIZE * i                        # noqa: E731
+
+    cut = view.file_size != store_geometry.file_size
+    into_lost = (heads > n) & (heads < h["index_count"]) if cut else np.zeros(len(heads), bool)
+    if cut:
+        lost = max(0, h["index_count"] - max(1, held))
+        out.append(header(f"{view.file_size} bytes, {store_geometry.file_size} expected: the file was cut short; it "
+                          f"holds {max(0, held - 1)} entries, {lost} of those its header counts are lost "
+                          f"({int(into_lost.sum())} slot(s) point to lost entries)",
+                          size=view.file_size, expected=store_geometry.file_size, lost_entries=lost,
+                          slots_into_lost=int(into_lost.sum())))
+    negative, wrong_prev, bad_time = CappedRun(), CappedRun(), CappedRun()
+    newest = np.zeros(g.hash_slot_num, dtype=np.int64)
+    s = Structure(out)
+    last_phy = None
+    for first, e in _entry_chunks(view):
+        key_hash, prev = e["key_hash"].astype(np.int64), e["prev_index"].astype(np.int64)
+        phy, diff = e["phy_offset"].astype(np.int64), e["time_diff"].astype(np.int64)
+        at = lambda j, check, message, **ev: finding(check, name, entry_pos(first + j), message,   # noqa: E731
+                                                     physical_offset=int(phy[j]), entry=first + j, **ev)
+        if last_phy is None:
+            s.first_phy = int(phy[0])
+        s.in_order &= bool((last_phy is None or phy[0] >= last_phy) and np.all(phy[1:] >= phy[:-1]))
+        last_phy = s.last_phy = int(phy[-1])
+        slot = np.where(key_hash >= 0, key_hash % g.hash_slot_num, -1)
+        want = np.zeros(len(e), dtype=np.int64)
+        _chain_step(slot, newest, first, want)
+        negative.add(lambda j: at(j, "index.bad_chain", f"entry {first + j}'s key hash {int(key_hash[j])} is negative "
+                                  "(RocketMQ stores abs(hashCode))"), np.flatnonzero(slot < 0))
+        wrong_prev.add(lambda j: at(j, "index.bad_chain", f"entry {first + j}'s prev_index is {int(prev[j])}; the "
+                                    f"previous entry of its slot is {int(want[j])}"
+                                    + (" (a forward link: a loop)" if prev[j] >= first + j else ""),
+                                    expected=int(want[j])), np.flatnonzero((slot >= 0) & (prev != want)))
+        bad_time.add(lambda j: at(j, "index.bad_time", f"entry {first + j}'s time difference {int(diff[j])} s is "
+                                  "negative"), np.flatnonzero(diff < 0))
+    out += negative.findings() + wrong_prev.findings()
+    wrong_head = np.flatnonzero((heads != newest) & ~into_lost)
+    run = CappedRun()
+    run.add(lambda k: finding("index.bad_chain", name, slot_pos(k), f"slot {k} points to entry {int(heads[k])}; its "
+                              f"newest entry is {int(newest[k])}", slot=k, expected=int(newest[k])), wrong_head)
+    out += run.findings()
+    used = int((newest > 0).sum())
+    if n and not cut and h["hash_slot_count"] != used:
+        out.append(header(f"hash_slot_count {h['hash_slot_count']}; the entries use {used} slots", 32, expected=used))
+    # chains exactly as RocketMQ links them reach every entry with a slot; only other chains are walked
+    if wrong_prev.count or (heads != newest).any():
+        reached = _reachable(heads, _prev_column(view), n)
+        lost = np.flatnonzero(~reached[1:]) + 1
+        unreached, first_lost = len(lost), int(lost[0]) if len(lost) else 0
+        first_phy = _entry_phy(view, first_lost) if unreached else 0
+    else:
+        unreached = negative.count
+        first_lost = negative.first[0].evidence["entry"] if unreached else 0
+        first_phy = negative.first[0].physical_offset if unreached else 0
+    if unreached:
+        out.append(finding("index.unreachable_entries", name, entry_pos(first_lost),
+                           f"{unreached} entr{'y' if unreached == 1 else 'ies'} no slot chain reaches (the first: "
+                           f"entry {first_lost}): lookups never return them", physical_offset=first_phy,
+                           entry=first_lost, entries=unreached))
+    out += bad_time.findings()
+    return s
+
+
+def _entry_phy(view: IndexFileView, i: int) -> int:
+    """The physical offset of entry ``i`` (0 for one the file does not hold)."""
+    with open(view.path, "rb") as f:
+        f.seek(view.geometry.entries_start + indexfile.ENTRY_SIZE * i)
+        raw = f.read(indexfile.ENTRY_SIZE)
+    return int(np.frombuffer(raw, indexfile.ENTRY_DTYPE)["phy_offset"][0]) if len(raw) == indexfile.ENTRY_SIZE else 0
+
+
+def dispatched_keys(layout: StoreLayout, release: Release, delay_levels: str) -> KeySource:
+    """A ``KeySource`` that dispatches the records themselves (the compiled dispatch the rebuild uses: raw store
+    times, even those no TIMESTAMP column can hold), reading only the segments the range covers."""
+    def keys(begin: int, end: int | None) -> KeyChunks:
+        decoder = DispatchDecoder(delay_levels, index_tags=release.index_tags, batch_rows=1 << 16)
+        for k, seg in enumerate(layout.segments):
+            if seg.base_offset + seg.size <= begin:
+                continue
+            if end is not None and seg.base_offset > end:
+                return
+            start = max(0, begin - seg.base_offset)
+            for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
+                w = decoded.batch
+                phy = w.key_physical_offset
+                keep = (phy >= begin) & (phy <= end if end is not None else True)
+                yield w.key_hash[keep].astype(np.int64), phy[keep].astype(np.int64), \
+                    w.key_store_timestamp[keep].astype(np.int64)
+                if end is not None and len(phy) and phy[-1] > end:
+                    return
+    return keys
 
 
 def _java_seconds(ms: np.ndarray) -> np.ndarray:
@@ -178,65 +236,155 @@ def _java_seconds(ms: np.ndarray) -> np.ndarray:
     return np.where(ms >= 0, ms // 1000, -((-ms) // 1000))
 
 
-def _time_findings(name: str, g, h: dict, a_phy, a_diff, known, e_phy, e_ts, newest_held: bool = True,
-                   previous_end: int | None = None) -> list[Finding]:
-    """The header's timestamps and every entry's time difference against the store times of the records
-    the entries point at (entries whose record is known): begin = entry 1's record, end = the newest entry's,
-    difference = (store time - begin) / 1000 clamped at 0 — except entry 1, timed from the header pre-set
-    from the previous file's end (``previous_end``; unchecked when the previous file is unknown)."""
-    out = []
-    if not len(e_phy) or not known.any():
-        return out
-    ts_at = lambda phy: e_ts[np.clip(np.searchsorted(e_phy, phy), 0, len(e_phy) - 1)]       # noqa: E731
-    a_ts = ts_at(a_phy)
-    if known[0] and h["begin_timestamp"] != a_ts[0]:
-        out.append(finding("index.bad_header", name, 0, f"begin_timestamp {h['begin_timestamp']}; entry 1's record "
-                           f"was stored at {int(a_ts[0])}", expected=int(a_ts[0])))
-    if newest_held and known[-1] and h["end_timestamp"] != a_ts[-1]:
-        out.append(finding("index.bad_header", name, 8, f"end_timestamp {h['end_timestamp']}; the newest entry's record "
-                           f"was stored at {int(a_ts[-1])}", expected=int(a_ts[-1])))
-    if known[0]:
-        want = np.clip(_java_seconds(a_ts - a_ts[0]), 0, 2**31 - 1)
-        checked = np.arange(len(a_phy)) > 0
-        if previous_end is not None:
-            want[0] = 0 if previous_end <= 0 else min(max(int(_java_seconds(np.int64(a_ts[0] - previous_end))), 0),
-                                                      2**31 - 1)
-            checked[0] = True
-        bad = np.flatnonzero(known & (a_diff != want) & checked)
-        out += capped(lambda j: finding(
-            "index.bad_time", name, g.entries_start + indexfile.ENTRY_SIZE * (j + 1) + 12,
-            f"entry {j + 1}'s time difference is {int(a_diff[j])} s; its record was stored {int(want[j])} s after "
-            f"the file's begin", physical_offset=int(a_phy[j]), entry=j + 1, expected=int(want[j])), bad)
-    return out
+@numba.njit(cache=True, nogil=True)
+def _match(a_phy, a_hash, e_phy, e_hash, e_ts, known, a_ts, matched):
+    """Entries (a) against expected keys (e), both in physical offset order: an entry is known when a key of
+    its record has its hash (``a_ts``: that record's store time), a key is matched when an entry has it."""
+    j, ne = 0, len(e_phy)
+    for i in range(len(a_phy)):
+        p = a_phy[i]
+        while j < ne and e_phy[j] < p:
+            j += 1
+        k = j
+        while k < ne and e_phy[k] == p:
+            if e_hash[k] == a_hash[i]:
+                if not known[i]:
+                    a_ts[i] = e_ts[k]
+                known[i] = True
+                matched[k] = True
+            k += 1
 
 
-def _pair_keys(hash_a, phy_a, hash_b, phy_b) -> tuple[np.ndarray, np.ndarray]:
-    """(hash, phy) pairs of two sets as comparable int64 keys (phy replaced by its rank among both)."""
-    ranks = np.unique(np.concatenate([phy_a, phy_b]), return_inverse=True)[1]
-    keys = (ranks.astype(np.int64) << 32) | (np.concatenate([hash_a, hash_b]) & 0xFFFFFFFF)
-    return keys[:len(phy_a)], keys[len(phy_a):]
+@dataclass
+class _Entries:
+    """Columns of a run of entries, in file order (``index``: entry numbers)."""
+    index: np.ndarray
+    key_hash: np.ndarray
+    phy: np.ndarray
+    diff: np.ndarray
+
+    @staticmethod
+    def of(first: int, e: np.ndarray) -> "_Entries":
+        return _Entries(np.arange(first, first + len(e)), e["key_hash"].astype(np.int64),
+                        e["phy_offset"].astype(np.int64), e["time_diff"].astype(np.int64))
+
+    def take(self, sel) -> "_Entries":
+        return _Entries(self.index[sel], self.key_hash[sel], self.phy[sel], self.diff[sel])
+
+    @staticmethod
+    def join(parts: list["_Entries"]) -> "_Entries":
+        return _Entries(*(np.concatenate([getattr(p, c) for p in parts]) for c in ("index", "key_hash", "phy", "diff")))
+
+
+_NO_KEYS = (np.zeros(0, np.int64),) * 3
+
+
+def _join_keys(parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return tuple(np.concatenate([p[c] for p in parts]) for c in range(3)) if parts else _NO_KEYS
+
+
+def _matched_runs(view: IndexFileView, in_order: bool, keys: KeyChunks):
+    """(entries, keys, known, entries' record times, matched) for runs of entries and expected keys that hold
+    every entry and key of their physical offsets. In order: streamed, the runs cut at a physical offset
+    both sides have passed. Out of order (damage): one run of the whole file, sorted for the match and put
+    back in file order."""
+    if not in_order:
+        a = _Entries.join([_Entries.of(first, e) for first, e in _entry_chunks(view)])
+        e_hash, e_phy, e_ts = _join_keys(list(keys))
+        order = np.argsort(a.phy, kind="stable")
+        known, a_ts, matched = np.zeros(len(order), bool), np.zeros(len(order), np.int64), np.zeros(len(e_phy), bool)
+        _match(a.phy[order], a.key_hash[order], e_phy, e_hash, e_ts, known, a_ts, matched)
+        back = np.empty_like(order)
+        back[order] = np.arange(len(order))
+        yield a, (e_hash, e_phy, e_ts), known[back], a_ts[back], matched
+        return
+    a_iter = (_Entries.of(first, e) for first, e in _entry_chunks(view))
+    a_parts: list[_Entries] = []
+    e_parts: list = []
+    a_more = e_more = True
+    top = np.iinfo(np.int64).max
+
+    def pull_a():
+        nonlocal a_more
+        nxt = next(a_iter, None)
+        a_more = nxt is not None
+        if a_more and len(nxt.phy):
+            a_parts.append(nxt)
+
+    def pull_e():
+        nonlocal e_more
+        nxt = next(keys, None)
+        e_more = nxt is not None
+        if e_more and len(nxt[1]):
+            e_parts.append(nxt)
+
+    while True:
+        if a_more and not a_parts:
+            pull_a()
+            continue
+        if e_more and not e_parts:
+            pull_e()
+            continue
+        # below the frontier both sides are whole: past the last offset read from a side still read from,
+        # more of that offset may follow (a side read to its end holds everything)
+        a_last = a_parts[-1].phy[-1] if a_more else top
+        e_last = e_parts[-1][1][-1] if e_more else top
+        frontier = min(a_last, e_last)
+        a = _Entries.join(a_parts) if a_parts else _Entries.of(1, np.zeros(0, indexfile.ENTRY_DTYPE))
+        e_hash, e_phy, e_ts = _join_keys(e_parts)
+        na = int(np.searchsorted(a.phy, frontier, "left")) if frontier < top else len(a.phy)
+        ne = int(np.searchsorted(e_phy, frontier, "left")) if frontier < top else len(e_phy)
+        if na or ne:
+            known, a_ts, matched = np.zeros(na, bool), np.zeros(na, np.int64), np.zeros(ne, bool)
+            _match(a.phy[:na], a.key_hash[:na], e_phy[:ne], e_hash[:ne], e_ts[:ne], known, a_ts, matched)
+            yield a.take(slice(0, na)), (e_hash[:ne], e_phy[:ne], e_ts[:ne]), known, a_ts, matched
+        a_parts = [a.take(slice(na, None))] if na < len(a.phy) else []
+        e_parts = [(e_hash[ne:], e_phy[ne:], e_ts[ne:])] if ne < len(e_phy) else []
+        if frontier == top:
+            return
+        if not (na or ne):
+            # all that is held sits at the frontier: read on from the side that ends there
+            pull_a() if a_last == frontier else pull_e()
+
+
+class _After:
+    """Keys after ``end`` taken out of a stream (the newest file: records it does not index yet)."""
+
+    def __init__(self, keys: KeyChunks, end: int):
+        self.keys, self.end = keys, end
+        self.count, self.first = 0, None
+
+    def __iter__(self) -> KeyChunks:
+        for key_hash, phy, ts in self.keys:
+            cut = int(np.searchsorted(phy, self.end, "right"))
+            if cut < len(phy):
+                self.count += len(phy) - cut
+                if self.first is None:
+                    self.first = int(phy[cut])
+            if cut:
+                yield key_hash[:cut], phy[:cut], ts[:cut]
 
 
 def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_geometry: indexfile.Geometry,
                      release: Release, delay_levels: str, log: LogBounds, newest: bool,
-                     previous_end: int | None = None) -> IndexVerdict:
+                     previous_end: int | None = None, keys: KeySource | None = None) -> IndexVerdict:
     """Verify one IndexFile (geometry known) against the CommitLog of ``layout``; ``log``: its first physical
     offset (entries below it point at expired segments and are not checked) and data end; ``newest``: the
     store's newest IndexFile, after whose end the keys of later records are counted as not indexed;
-    ``previous_end``: the end timestamp of the IndexFile before it, if the store has one."""
+    ``previous_end``: the end timestamp of the IndexFile before it, if the store has one; ``keys``: where the
+    expected keys come from (default: the records dispatched again, ``dispatched_keys``)."""
     name = os.path.relpath(view.path, root)
     v = IndexVerdict(name, view.entry_count)
-    v.findings, entries = check_structure(view, name, store_geometry)
+    structure = check_structure(view, name, store_geometry)
+    v.findings = structure.findings
     n, h = view.entry_count, view.header
     if not n:
         return v
     log_min = log.min_offset
-    a_hash = entries["key_hash"][1:].astype(np.int64)
-    a_phy = entries["phy_offset"][1:].astype(np.int64)
     g = view.geometry
     # RocketMQ sets begin from entry 1 and end from the newest entry: the header must say so. Where it does
     # not (damage), the entries give the range that is checked.
-    first, last = int(a_phy[0]), int(a_phy[-1])
+    first, last = structure.first_phy, structure.last_phy
     begin, end = h["begin_phy_offset"], h["end_phy_offset"]
     lost = h["index_count"] - 1 > n           # a file cut short: its newest entries are gone (bad_header said so)
     if lost:
@@ -250,37 +398,87 @@ def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_
     begin = max(begin, log_min)
     if end < begin:                  # the whole file covers expired segments
         return v
-    e_hash, e_phy, e_ts = covered_keys(layout, release, delay_levels, begin, None if newest else end)
-    after = e_phy > end
-    v.unindexed_after = int(after.sum())
-    if v.unindexed_after:
-        first = int(e_phy[after][0])
+    after = _After((keys or dispatched_keys(layout, release, delay_levels))(begin, None if newest else end), end)
+    timing = _Timing(name, g, h, previous_end)
+    wrong, missing = CappedRun(), []
+    for a, (e_hash, e_phy, _), known, a_ts, matched in _matched_runs(view, structure.in_order, iter(after)):
+        v.keys_expected += len(e_phy)
+        timing.add(a, known, a_ts)
+
+        def wrong_entry(j: int, a=a) -> Finding:
+            where = ("beyond the end of the CommitLog's data" if a.phy[j] >= log.end else
+                     "outside the file's range" if not begin <= a.phy[j] <= end else "not a key of a record there")
+            return finding("index.wrong_entry", name, g.entries_start + indexfile.ENTRY_SIZE * int(a.index[j]),
+                           f"entry {int(a.index[j])} (key hash {int(a.key_hash[j])}, physical offset {int(a.phy[j])}): "
+                           f"{where}", physical_offset=int(a.phy[j]), entry=int(a.index[j]))
+        wrong.add(wrong_entry, np.flatnonzero(~known & ~((a.phy >= 0) & (a.phy < log_min))))
+        gone = np.flatnonzero(~matched & (e_phy != begin) & (e_phy != end))
+        if len(gone):
+            if not missing:
+                missing = [0, int(e_hash[gone[0]]), int(e_phy[gone[0]])]
+            missing[0] += len(gone)
+    v.unindexed_after = after.count
+    if after.count:
         v.findings.append(finding(
             "index.lagging", name, None,
-            f"{v.unindexed_after} key(s) of records after this newest IndexFile's end (physical offset {end}) are "
-            f"not indexed; the first record at {first}", physical_offset=first, keys=v.unindexed_after))
-    e_hash, e_phy, e_ts = e_hash[~after], e_phy[~after], e_ts[~after]
-    v.keys_expected = len(e_hash)
-    a_key, e_key = _pair_keys(a_hash, a_phy, e_hash, e_phy)
-    known = np.isin(a_key, e_key)
-    wrong = np.flatnonzero(~known & ~((a_phy >= 0) & (a_phy < log_min)))      # below log_min: expired
-    v.findings += _time_findings(name, g, h, a_phy, entries["time_diff"][1:].astype(np.int64), known, e_phy, e_ts,
-                                 newest_held=not lost, previous_end=previous_end)
-
-    def wrong_entry(j: int) -> Finding:
-        i = j + 1
-        where = ("beyond the end of the CommitLog's data" if a_phy[j] >= log.end else
-                 "outside the file's range" if not begin <= a_phy[j] <= end else "not a key of a record there")
-        return finding("index.wrong_entry", name, g.entries_start + indexfile.ENTRY_SIZE * i,
-                       f"entry {i} (key hash {int(a_hash[j])}, physical offset {int(a_phy[j])}): {where}",
-                       physical_offset=int(a_phy[j]), entry=i)
-    v.findings += capped(wrong_entry, wrong)
-    missing = np.flatnonzero(~np.isin(e_key, a_key) & (e_phy != begin) & (e_phy != end))
-    if len(missing):
-        k = int(missing[0])
+            f"{after.count} key(s) of records after this newest IndexFile's end (physical offset {end}) are "
+            f"not indexed; the first record at {after.first}", physical_offset=after.first, keys=after.count))
+    v.findings += timing.findings(newest_held=not lost, any_expected=v.keys_expected > 0) + wrong.findings()
+    if missing:
+        count, key_hash, phy = missing
         v.findings.append(finding(
             "index.missing_key", name, None,
-            f"{len(missing)} key(s) of records inside the file's range are not indexed; the first: key hash "
-            f"{int(e_hash[k])} of the record at physical offset {int(e_phy[k])}",
-            physical_offset=int(e_phy[k]), keys=len(missing)))
+            f"{count} key(s) of records inside the file's range are not indexed; the first: key hash "
+            f"{key_hash} of the record at physical offset {phy}", physical_offset=phy, keys=count))
     return v
+
+
+class _Timing:
+    """The header's timestamps and every entry's time difference against the store times of the records the
+    entries point at (entries whose record is known), fed run by run in file order: begin = entry 1's record,
+    end = the newest entry's, difference = (store time - begin) / 1000 clamped at 0 — except entry 1, timed
+    from the header pre-set from the previous file's end (``previous_end``; unchecked when the previous file is
+    unknown)."""
+
+    def __init__(self, name: str, g: indexfile.Geometry, h: dict, previous_end: int | None):
+        self.name, self.g, self.h, self.previous_end = name, g, h, previous_end
+        self.first_ts: int | None = None        # entry 1's record's store time, when entry 1 is known
+        self.first_seen = False
+        self.last: tuple[bool, int] | None = None   # (known, record time) of the newest entry seen
+        self.any_known = False
+        self.bad = CappedRun()
+
+    def add(self, a: _Entries, known: np.ndarray, a_ts: np.ndarray) -> None:
+        if not len(a.index):
+            return
+        if not self.first_seen:
+            self.first_seen = True
+            self.first_ts = int(a_ts[0]) if known[0] else None
+        self.any_known |= bool(known.any())
+        self.last = bool(known[-1]), int(a_ts[-1])
+        if self.first_ts is None:
+            return
+        want = np.clip(_java_seconds(a_ts - self.first_ts), 0, INT32_MAX)
+        checked = a.index > 1
+        if a.index[0] == 1 and self.previous_end is not None:
+            prev = self.previous_end
+            want[0] = 0 if prev <= 0 else min(max(int(_java_seconds(np.int64(self.first_ts - prev))), 0), INT32_MAX)
+            checked[0] = True
+        entry_pos = lambda i: self.g.entries_start + indexfile.ENTRY_SIZE * i + 12          # noqa: E731
+        self.bad.add(lambda j: finding(
+            "index.bad_time", self.name, entry_pos(int(a.index[j])),
+            f"entry {int(a.index[j])}'s time difference is {int(a.diff[j])} s; its record was stored {int(want[j])} s "
+            f"after the file's begin", physical_offset=int(a.phy[j]), entry=int(a.index[j]), expected=int(want[j])),
+            np.flatnonzero(known & (a.diff != want) & checked))
+
+    def findings(self, newest_held: bool, any_expected: bool) -> list[Finding]:
+        if not any_expected or not self.any_known:
+            return []
+        out, h = [], self.h
+        if self.first_ts is not None and h["begin_timestamp"] != self.first_ts:
+            out.append(finding("index.bad_header", self.name, 0, f"begin_timestamp {h['begin_timestamp']}; entry 1's "
+                               f"record was stored at {self.first_ts}", expected=self.first_ts))
+        if newest_held and self.last is not None and self.last[0] and h["end_timestamp"] != self.last[1]:
+            out.append(finding("index.bad_header", self.name, 8, f"end_timestamp {h['end_timestamp']}; the newest "
+                               f"entry's record was stored at {self.last[1]}", expected=self.last[1]))
+        return out + self.bad.findings()

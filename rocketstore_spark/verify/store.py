@@ -23,12 +23,13 @@ import errno
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from rocketstore_spark.findings import Finding
+from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
@@ -36,7 +37,7 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
-from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, scan_range
+from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, scan_range, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
@@ -102,47 +103,92 @@ def index_views(layout: StoreLayout, settings: BrokerSettings) -> list[IndexFile
 
 QUEUE_GROUP_BYTES = 1 << 30        # CommitLog bytes per queue group: bounds the queued records held at once
 MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
+THREADS = 2                        # the in-process verify's threads (its compiled kernels release the GIL)
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
 
 
-def queued_records(layout: StoreLayout, settings: BrokerSettings, work_dir: str | None = None):
-    """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
-    queue group at a time (wherever verify runs): the CommitLog is read once through the compiled dispatch
-    into spill files under a temporary directory in ``work_dir``, removed when the generator ends or is
-    closed. A group holds the queues of about ``QUEUE_GROUP_BYTES`` of CommitLog (queues are grouped by a hash,
-    so one very busy queue makes its group larger)."""
-    total = sum(seg.size for seg in layout.segments)
-    groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES)))
-    ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
-    # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
-    # API caller's work_dir may point anywhere)
-    parent = outside_stores(work_dir or tempfile.gettempdir(), store_roots([layout]), "work directory")
-    try:
-        spill = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=parent))
+class Dispatched:
+    """The CommitLog read once through the compiled dispatch (``store.spill.scan_range``, the rebuild's) into
+    spill files under a temporary directory in ``work_dir`` (never under the store): its queue entries by queue
+    group and, with ``index``, its IndexFile keys. The segments are split between up to THREADS scan tasks run
+    on ``pool`` (whole segments each, in CommitLog order), started on construction; ``wait`` for them. A context
+    manager: the spill directory goes on exit, whatever happened."""
+
+    def __init__(self, layout: StoreLayout, settings: BrokerSettings, work_dir: str | None, index: bool, pool):
+        self.layout = layout
+        total = sum(seg.size for seg in layout.segments)
+        self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES)))
+        ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
+        self.tasks = max(1, min(THREADS, len(ranges)))
+        cut = [len(ranges) * t // self.tasks for t in range(self.tasks + 1)]
+        # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
+        # API caller's work_dir may point anywhere)
+        self.parent = outside_stores(work_dir or tempfile.gettempdir(), store_roots([layout]), "work directory")
+        self.dir = None
+        with self._room():
+            self.dir = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=self.parent))
+        self.futures = [pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
+                                    settings.message_delay_level, index=index, index_tags=settings.release.index_tags)
+                        for t in range(self.tasks)]
+        self.topics: list[list[str]] = []
+
+    @contextlib.contextmanager
+    def _room(self):
         try:
-            topics, _, _ = scan_range(ranges, spill, 0, groups, settings.message_delay_level, index=False,
-                                      index_tags=settings.release.index_tags)
-            for group in range(groups):
-                path = entries_path(spill, 0, group)
+            yield
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # the usual incident: the broker's disk is full, and so is the temporary directory on it
+            raise OutputError(f"{self.parent}: no room for the queue check's spill files (36 bytes a message of "
+                              f"{self.layout.name}): give a directory on another disk (--work-dir)") from e
+
+    def wait(self) -> "Dispatched":
+        with self._room():
+            self.topics = [f.result()[0] for f in self.futures]
+        return self
+
+    def __enter__(self) -> "Dispatched":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for f in self.futures:
+            f.cancel()
+        for f in self.futures:
+            if not f.cancelled():
+                f.exception()                   # finished before its files go
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def queues(self):
+        """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
+        queue group at a time (queues are grouped by a hash, so one very busy queue makes its group larger)."""
+        names: dict[str, int] = {}
+        remap = [np.array([names.setdefault(t, len(names)) for t in topics], dtype=np.int32)
+                 for topics in self.topics]
+        topics = list(names)
+        for group in range(self.groups):
+            parts = []
+            for task in range(self.tasks):
+                path = entries_path(self.dir, task, group)
                 rows = np.fromfile(path, dtype=ENTRY_SPILL) if path.exists() else np.zeros(0, ENTRY_SPILL)
-                key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
-                order = np.argsort(key, kind="stable")      # stable: each queue's records stay in CommitLog order
-                key = key[order]
-                if not len(key):
-                    continue
-                starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-                for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-                    topic, queue_id = dispatch.queue_of(key[start])
-                    take = order[start:stop]
-                    yield topics[topic], queue_id, {c: rows[c][take] for c in _ENTRY_COLUMNS}
-        finally:
-            shutil.rmtree(spill, ignore_errors=True)
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        # the usual incident: the broker's disk is full, and so is the temporary directory on it
-        raise OutputError(f"{parent}: no room for the queue check's spill files (36 bytes a message of "
-                          f"{layout.name}): give a directory on another disk (--work-dir)") from e
+                rows["topic"] = remap[task][rows["topic"]] if len(rows) else rows["topic"]
+                parts.append(rows)
+            rows = np.concatenate(parts)
+            key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
+            order = np.argsort(key, kind="stable")      # stable: each queue's records stay in CommitLog order
+            key = key[order]
+            if not len(key):
+                continue
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+                topic, queue_id = dispatch.queue_of(key[start])
+                take = order[start:stop]
+                yield topics[topic], queue_id, {c: rows[c][take] for c in _ENTRY_COLUMNS}
+
+    def keys(self):
+        """The spilled IndexFile keys as a ``verify.index.KeySource``."""
+        return spilled_keys(self.dir, self.tasks)
 
 
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
@@ -161,47 +207,46 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         # another engine's log (store.unsupported_engine says which): nothing checked rather than checked wrong
         return StoreVerdict(layout.name, settings, LogBounds(0, 0), [], [], [], OffsetsReport(None),
                             [relative(f, root) for f in findings])
-    scans = []
-    for k, seg in enumerate(layout.segments):
-        s = scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
-                         check_properties_crc=True, check_times=True)
-        scans.append((seg.base_offset, s))
-        findings += s.findings
-    log = log_bounds(layout, scans)
-
-    dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
-    locate = segment_locator(segment_names(layout, root))
-    queues = []
-    seen = set()
-    if layout.refused(Work.CHECK_QUEUES):
-        dirs = {}                   # queues another engine writes (store.unsupported_engine): not checked
-    # closed at once if a check raises: the spill files go with it
-    with (contextlib.closing(queued_records(layout, settings, work_dir)) if not layout.refused(Work.CHECK_QUEUES)
-          else contextlib.nullcontext(iter(()))) as records:
-        for topic, queue_id, cols in records:
+    check_queues = not layout.refused(Work.CHECK_QUEUES)
+    views = index_views(layout, settings) if not layout.refused(Work.READ_INDEX) else []
+    known = [v for v in views if v.geometry is not None]
+    # the pool is shut down (its work done) before the spill directory goes
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="verify") as pool:
+        # the CommitLog read twice at once: its dispatch into spill files (queue entries, and the keys the
+        # IndexFiles are checked against) and every segment's CRC and store-time scan
+        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool)) if check_queues \
+            else None
+        scanned = [pool.submit(scan_segment, seg.path, seg.base_offset, check_crc=check_crc,
+                               followed=layout.followed(k), check_properties_crc=True, check_times=True)
+                   for k, seg in enumerate(layout.segments)]
+        scans = [(seg.base_offset, f.result()) for seg, f in zip(layout.segments, scanned)]
+        for _, s in scans:
+            findings += s.findings
+        findings += [finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry")
+                     for v in views if v.geometry is None]
+        log = log_bounds(layout, scans)
+        keys = spill.wait().keys() if spill is not None else None
+        # then the IndexFiles on the pool while this thread checks the queues, a queue group at a time
+        checked = [pool.submit(check_index_file, layout, v, root, settings.geometry, settings.release,
+                               settings.message_delay_level, log, newest=k == len(known) - 1,
+                               previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
+                   for k, v in enumerate(known)]
+        dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()} if check_queues else {}
+        locate = segment_locator(segment_names(layout, root))
+        queues = []
+        seen = set()
+        for topic, queue_id, cols in (spill.queues() if spill is not None else ()):
             seen.add((topic, queue_id))
             queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
                                       settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
                                       has_consume_queue_ext(layout)))
-    empty = {c: np.zeros(0, np.int64) for c in ("queue_offset", "physical_offset", "size", "tags_code")}
-    for (topic, queue_id), d in dirs.items():
-        if (topic, queue_id) not in seen:
-            queues.append(check_queue(topic, queue_id, d, root, empty, log, settings.consume_queue_file_size,
-                                      locate, settings.release.expired_min_is_max,
-                                  has_consume_queue_ext(layout)))
-    queues.sort(key=lambda q: (q.topic, q.queue_id))
-
-    index = []
-    views = index_views(layout, settings) if not layout.refused(Work.READ_INDEX) else []
-    known = [v for v in views if v.geometry is not None]
-    for v in views:
-        if v.geometry is None:
-            from rocketstore_spark.findings import finding
-            findings.append(finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry"))
-    for k, v in enumerate(known):
-        index.append(check_index_file(layout, v, root, settings.geometry, settings.release,
-                                      settings.message_delay_level, log, newest=k == len(known) - 1,
-                                      previous_end=known[k - 1].header["end_timestamp"] if k else None))
+        empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
+        for (topic, queue_id), d in dirs.items():
+            if (topic, queue_id) not in seen:
+                queues.append(check_queue(topic, queue_id, d, root, empty, log, settings.consume_queue_file_size,
+                                          locate, settings.release.expired_min_is_max, has_consume_queue_ext(layout)))
+        queues.sort(key=lambda q: (q.topic, q.queue_id))
+        index = [f.result() for f in checked]
     newest_index_end = known[-1].header["end_timestamp"] if known else None
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
