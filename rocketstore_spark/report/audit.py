@@ -17,6 +17,7 @@ Read-only, in-process.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from rocketstore_spark.checks import CHECKS
@@ -71,13 +72,18 @@ def audit_stores(layouts: list[StoreLayout], *, options: dict | None = None, bro
     given as bare files (no root) has no recovery report, nor has one whose engine we do not read."""
     out = Audit()
     for layout in layouts:
-        v = verify_store(layout.name, options=options, broker_conf=broker_conf, work_dir=work_dir)
-        rec, refused = None, None
-        if layout.files.root is not None:
-            try:
-                rec = recovery_report(layout.name, options=options, broker_conf=broker_conf)[0]
-            except UnsupportedStore as e:           # store.unsupported_engine is among the findings already
-                refused = str(e)
+        # the recovery report on a thread of its own while the checks run (both read the log; their compiled
+        # kernels release the GIL)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-recovery") as side:
+            report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf) \
+                if layout.files.root is not None else None
+            v = verify_store(layout.name, options=options, broker_conf=broker_conf, work_dir=work_dir)
+            rec, refused = None, None
+            if report is not None:
+                try:
+                    rec = report.result()[0]
+                except UnsupportedStore as e:           # store.unsupported_engine is among the findings already
+                    refused = str(e)
         out.docs.append(audit_entry(v, rec, refused))
         out.at_risk |= out.docs[-1]["at_risk"]
         if pages:

@@ -67,7 +67,7 @@ def queue_entries(records: pa.Table) -> pa.Table:
 
 def split_queues(records: pa.Table):
     """(topic, queue id, numpy columns) of each queue's records in a table that get an entry, in CommitLog
-    order (a window of records already in memory; ``verify.store.queued_records`` does a whole store through spill files)."""
+    order (a window of records already in memory; ``verify.store.Dispatched`` does a whole store through spill files)."""
     queued = queue_entries(records)
     if not queued.num_rows:
         return

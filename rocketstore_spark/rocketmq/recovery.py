@@ -35,6 +35,7 @@ from rocketstore_spark.codec.commitlog import (MAGIC_V1, MAGIC_V2, POS_PHYSICAL_
                                                POS_SYS_FLAG, Stop, SysFlag)
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import CrashStart, Family, NormalDispatch, NormalStart, family_named
@@ -412,27 +413,57 @@ class Simulation:
         queue will not hold after it: a record at or past the end of the queue's last entry (``ends``: (topic,
         queue id) -> that physical offset; entries follow the log's order, whatever queue offset they were
         placed at), or of a queue that has no entry at all (its files were lost and nothing rebuilds them).
-        (topic, queue id) -> [messages, first and last queue offset, first and last physical offset]. Counted
-        batch by batch: memory follows the queues, not the log."""
+        (topic, queue id) -> [messages, lowest and highest queue offset, first and last physical offset].
+        Read through the compiled dispatch (``codec.dispatch_kernel``, no strings built), window by window:
+        memory follows the queues, not the log."""
         out: dict[tuple[str, int], list[int]] = {}
         if hi <= lo:
             return out
-        columns = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type")
-        for t in self._records(columns, lo, hi):
-            for topic, queue_id, cols in dispatch.split_queues(t):
-                qo, phy = cols["queue_offset"], cols["physical_offset"]
-                beyond = np.flatnonzero(phy >= ends.get((topic, queue_id), -1))
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, queue_id), end in ends.items():
+            by_topic.setdefault(topic, []).append((queue_id, end))
+        decoder = DispatchDecoder(self.settings.message_delay_level, index=False, batch_rows=1 << 16)
+        known, known_ends, numbered = np.zeros(0, np.int64), np.zeros(0, np.int64), -1
+        for k, seg in enumerate(self.layout.segments):
+            if seg.base_offset + seg.size <= lo or seg.base_offset >= hi:
+                continue
+            reader = SegmentReader(seg.path, seg.base_offset, decoder, start=max(0, lo - seg.base_offset),
+                                   end=min(seg.size, hi - seg.base_offset), followed=self.layout.followed(k))
+            for decoded in reader:
+                w = decoded.batch
+                if len(decoder.topics) != numbered:      # new topics: the queue ends by queue key again
+                    numbered = len(decoder.topics)
+                    pairs = [(dispatch.queue_keys(t, q).item(), end) for t, name in enumerate(decoder.topics)
+                             for q, end in by_topic.get(name, ())]
+                    pairs.sort()
+                    known = np.array([p[0] for p in pairs], np.int64)
+                    known_ends = np.array([p[1] for p in pairs], np.int64)
+                phy = w.physical_offset
+                take = w.queued & (phy >= lo) & (phy < hi)
+                key = dispatch.queue_keys(w.topic[take], w.queue_id[take])
+                phy, qo = phy[take], w.queue_offset[take]
+                at = np.clip(np.searchsorted(known, key), 0, max(len(known) - 1, 0))
+                end = np.where(known[at] == key, known_ends[at], -1) if len(known) else np.full(len(key), -1)
+                beyond = np.flatnonzero(phy >= end)
                 if not len(beyond):
                     continue
-                first, last = int(beyond[0]), int(beyond[-1])
-                agg = out.get((topic, queue_id))
-                if agg is None:
-                    out[(topic, queue_id)] = [len(beyond), int(qo[first]), int(qo[last]), int(phy[first]),
-                                              int(phy[last])]
-                else:
-                    agg[0] += len(beyond)
-                    agg[1], agg[2] = min(agg[1], int(qo[first])), max(agg[2], int(qo[last]))
-                    agg[3], agg[4] = min(agg[3], int(phy[first])), max(agg[4], int(phy[last]))
+                key, phy, qo = key[beyond], phy[beyond], qo[beyond]
+                order = np.argsort(key, kind="stable")
+                key, phy, qo = key[order], phy[order], qo[order]
+                starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+                counts = np.diff(np.r_[starts, len(key)])
+                lows, highs = np.minimum.reduceat(qo, starts), np.maximum.reduceat(qo, starts)
+                firsts, lasts = np.minimum.reduceat(phy, starts), np.maximum.reduceat(phy, starts)
+                for j, start in enumerate(starts.tolist()):
+                    topic, queue_id = dispatch.queue_of(key[start])
+                    agg = out.get((decoder.topics[topic], queue_id))
+                    row = [int(counts[j]), int(lows[j]), int(highs[j]), int(firsts[j]), int(lasts[j])]
+                    if agg is None:
+                        out[(decoder.topics[topic], queue_id)] = row
+                    else:
+                        agg[0] += row[0]
+                        agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
+                        agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
         return out
 
     def _lost(self, lo: int, hi: int | None) -> pa.Table | None:

@@ -8,12 +8,14 @@ committed consumer offsets against the queues' bounds (``verify.offsets``). Sett
 size, IndexFile geometry, release family, delay levels) come from ``rocketmq.settings.resolve``: options >
 broker.conf > what the files show > RocketMQ's defaults.
 
-Findings name files relative to the store root. Memory: one segment window while scanning; the CommitLog is
-then dispatched once (``store.spill.scan_range``, the rebuild's compiled dispatch) into spill files by
-queue group — 36 bytes a queued message, in a temporary directory (``work_dir``, default the system's; never
-under the store) — and checked one queue group at a time (a group holds the queues of about 1 GiB of
-CommitLog, at most 128 groups), then one IndexFile at a time: memory follows the largest queue group, not
-the store.
+Findings name files relative to the store root. Two threads (``THREADS``; the compiled kernels release the
+GIL): the CommitLog is dispatched once (``Dispatched``: ``store.spill.scan_range``, the rebuild's compiled
+dispatch, the segments split between two tasks) into spill files — its queue entries by queue group, 36 bytes a
+queued message, and its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the
+system's; never under the store) — while every segment's CRC scan runs beside it; then the IndexFiles are
+checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
+time (a group holds the queues of about 1 GiB of CommitLog, at most 128 groups). Memory: one segment window per
+thread, the largest queue group, and the IndexFile check's slot tables — not the store.
 """
 from __future__ import annotations
 
