@@ -50,8 +50,9 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * <pre>
  *   write   --store DIR --mode clean|crash|stale|propcrc  write the message mix; shut down (or halt: crash, stale)
  *   inspect --store DIR --out FILE                    every record as RocketMQ decodes it; checkpoint; files
- *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild] [SETTINGS]
- *                                                     open a copy, let RocketMQ recover and dispatch, report
+ *   recover --store DIR --work DIR --keep DIR --out FILE [--rebuild] [--abort] [SETTINGS]
+ *                                                     open a copy (--abort: as after a crash), let RocketMQ
+ *                                                     recover and dispatch, report (load_seconds: the recovery)
  *   rebuild --store DIR --work DIR --keep DIR --out FILE [SETTINGS]
  *                                                     recover --rebuild with the given store settings and no
  *                                                     delayed-message delivery (the copy's CommitLog stays as it is)
@@ -738,6 +739,10 @@ public final class Generator {
             deleteTree(work.resolve("consumequeue"));
             deleteTree(work.resolve("index"));
         }
+        if (args.has("abort")) {
+            // a broker that died: the copy restarts through abnormal recovery (bench/bench_commands.py)
+            Files.write(work.resolve("abort"), new byte[0]);
+        }
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("rocketmq_version", Rmq.version());
         out.put("rebuild", rebuild);
@@ -752,7 +757,10 @@ public final class Generator {
             MessageStoreConfig.class.getMethod("setRecheckReputOffsetFromCq", boolean.class).invoke(cfg, true);
         }
         DefaultMessageStore store = Rmq.newStore(cfg);
+        long loading = System.nanoTime();
         boolean loaded = load(store, out);
+        // load() is the recovery: what a restart costs before the broker serves (bench/bench_commands.py)
+        out.put("load_seconds", (System.nanoTime() - loading) / 1e9);
         if (loaded) {
             long started = System.nanoTime();
             store.start();
