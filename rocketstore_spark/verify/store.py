@@ -14,7 +14,8 @@ dispatch, the segments split between two tasks) into spill files — its queue e
 queued message, and its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the
 system's; never under the store) — while every segment's CRC scan runs beside it; then the IndexFiles are
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
-time (a group holds the queues of about 1 GiB of CommitLog, at most 128 groups). Memory: one segment window per
+time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
+average record size says how many a byte holds —, at most 128 groups). Memory: one segment window per
 thread, the largest queue group, and the IndexFile check's slot tables — not the store.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
@@ -39,6 +41,7 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
+from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, scan_range, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
@@ -104,9 +107,22 @@ def index_views(layout: StoreLayout, settings: BrokerSettings) -> list[IndexFile
 
 
 QUEUE_GROUP_BYTES = 1 << 30        # CommitLog bytes per queue group: bounds the queued records held at once
+QUEUE_GROUP_MESSAGES = 3 << 20     # and messages per queue group (about 90 bytes each while checked: 280 MB)
+SAMPLE_BYTES = 4 << 20             # of the first segment, to estimate the messages a byte of CommitLog holds
 MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
 THREADS = 2                        # the in-process verify's threads (its compiled kernels release the GIL)
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
+
+
+def average_record_size(layout: StoreLayout) -> int:
+    """The average record size of the first SAMPLE_BYTES of the first segment (a store of small messages needs
+    more queue groups for the same bytes); 1 KiB when there is nothing to sample."""
+    if not layout.segments:
+        return 1024
+    seg = layout.segments[0]
+    records = sum(len(d.positions) for d in SegmentReader(seg.path, seg.base_offset, RecordDecoder(("total_size",)),
+                                                          0, min(seg.size, SAMPLE_BYTES)))
+    return max(64, min(seg.size, SAMPLE_BYTES) // records) if records else 1024
 
 
 class Dispatched:
@@ -119,7 +135,8 @@ class Dispatched:
     def __init__(self, layout: StoreLayout, settings: BrokerSettings, work_dir: str | None, index: bool, pool):
         self.layout = layout
         total = sum(seg.size for seg in layout.segments)
-        self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES)))
+        messages = total // average_record_size(layout)
+        self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES), -(-messages // QUEUE_GROUP_MESSAGES)))
         ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
         self.tasks = max(1, min(THREADS, len(ranges)))
         cut = [len(ranges) * t // self.tasks for t in range(self.tasks + 1)]
