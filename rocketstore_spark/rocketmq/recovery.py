@@ -392,38 +392,42 @@ class Simulation:
     def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
         """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
         collect the valid, CRC-correct records at or after po (``report.lost``). The records below po were
-        walked (CRC included) already: only what placing an entry needs is decoded."""
+        walked (CRC included) already: only what placing an entry needs is decoded, by the compiled dispatch,
+        and every window's entries are placed in one call (``rocketmq.consumequeue.place_many``)."""
         by_queue = {q.key: q for q in report.queues}
-        for t in self._records(("physical_offset", "total_size", "topic", "queue_id", "queue_offset",
-                                "transaction_type"), lo, po):
-            for topic, queue_id, cols in dispatch.split_queues(t):
-                key = (topic, queue_id)
-                if key not in states:
-                    states[key] = cq.QueueState()
-                    by_queue[key] = QueueRecovery(topic, queue_id, [])
-                    report.queues.append(by_queue[key])
-                slots = cq.place(states[key], cols["queue_offset"], cols["physical_offset"], cols["size"],
-                                 self.settings.consume_queue_file_size)
-                by_queue[key].redispatched += int((slots >= 0).sum())
+        names = list(states)
+        table = np.array([[st.end, st.max_physical, st.first, st.file_start, st.written, st.skipped, st.moved]
+                          for st in states.values()], dtype=np.int64).reshape(-1, cq.STATE_COLUMNS)
+        redispatched = np.zeros(len(names), np.int64)
+        queues = _QueueRows({key: row for row, key in enumerate(names)})
+        for decoder, key, w, take in self._queued_windows(lo, po):
+            rows = queues.rows(decoder, key)
+            for k in np.unique(key[rows < 0]).tolist():     # queues without files: placed from scratch
+                topic, queue_id = dispatch.queue_of(k)
+                name = (decoder.topics[topic], queue_id)
+                queues.add(name, len(names))
+                names.append(name)
+                by_queue[name] = QueueRecovery(*name, [])
+                report.queues.append(by_queue[name])
+                table = np.vstack([table, cq.new_states(1)])
+                redispatched = np.append(redispatched, 0)
+            if (rows < 0).any():
+                rows = queues.rows(decoder, key)
+            slots = cq.place_many(table, rows, w.queue_offset[take], w.physical_offset[take], w.size[take],
+                                  self.settings.consume_queue_file_size)
+            redispatched += np.bincount(rows[slots >= 0], minlength=len(names))
+        for name, row in zip(names, range(len(names))):
+            by_queue[name].redispatched += int(redispatched[row])
         report.lost = self._lost(po, None)
-        return states
+        return {name: cq.queue_state(table[row]) for row, name in enumerate(names)}
 
-    def _unreachable(self, lo: int, hi: int, ends: dict) -> dict:
-        """The queued records of [lo, hi) — the log the restart keeps but does not dispatch again — that their
-        queue will not hold after it: a record at or past the end of the queue's last entry (``ends``: (topic,
-        queue id) -> that physical offset; entries follow the log's order, whatever queue offset they were
-        placed at), or of a queue that has no entry at all (its files were lost and nothing rebuilds them).
-        (topic, queue id) -> [messages, lowest and highest queue offset, first and last physical offset].
-        Read through the compiled dispatch (``codec.dispatch_kernel``, no strings built), window by window:
-        memory follows the queues, not the log."""
-        out: dict[tuple[str, int], list[int]] = {}
+    def _queued_windows(self, lo: int, hi: int):
+        """(decoder, queue keys, window, rows taken) for the records of [lo, hi) that get a queue entry, a
+        window at a time through the compiled dispatch (``codec.dispatch_kernel``: no strings built; queue keys
+        number topics as ``decoder.topics`` does)."""
         if hi <= lo:
-            return out
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for (topic, queue_id), end in ends.items():
-            by_topic.setdefault(topic, []).append((queue_id, end))
+            return
         decoder = DispatchDecoder(self.settings.message_delay_level, index=False, batch_rows=1 << 16)
-        known, known_ends, numbered = np.zeros(0, np.int64), np.zeros(0, np.int64), -1
         for k, seg in enumerate(self.layout.segments):
             if seg.base_offset + seg.size <= lo or seg.base_offset >= hi:
                 continue
@@ -431,39 +435,42 @@ class Simulation:
                                    end=min(seg.size, hi - seg.base_offset), followed=self.layout.followed(k))
             for decoded in reader:
                 w = decoded.batch
-                if len(decoder.topics) != numbered:      # new topics: the queue ends by queue key again
-                    numbered = len(decoder.topics)
-                    pairs = [(dispatch.queue_keys(t, q).item(), end) for t, name in enumerate(decoder.topics)
-                             for q, end in by_topic.get(name, ())]
-                    pairs.sort()
-                    known = np.array([p[0] for p in pairs], np.int64)
-                    known_ends = np.array([p[1] for p in pairs], np.int64)
-                phy = w.physical_offset
-                take = w.queued & (phy >= lo) & (phy < hi)
-                key = dispatch.queue_keys(w.topic[take], w.queue_id[take])
-                phy, qo = phy[take], w.queue_offset[take]
-                at = np.clip(np.searchsorted(known, key), 0, max(len(known) - 1, 0))
-                end = np.where(known[at] == key, known_ends[at], -1) if len(known) else np.full(len(key), -1)
-                beyond = np.flatnonzero(phy >= end)
-                if not len(beyond):
-                    continue
-                key, phy, qo = key[beyond], phy[beyond], qo[beyond]
-                order = np.argsort(key, kind="stable")
-                key, phy, qo = key[order], phy[order], qo[order]
-                starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-                counts = np.diff(np.r_[starts, len(key)])
-                lows, highs = np.minimum.reduceat(qo, starts), np.maximum.reduceat(qo, starts)
-                firsts, lasts = np.minimum.reduceat(phy, starts), np.maximum.reduceat(phy, starts)
-                for j, start in enumerate(starts.tolist()):
-                    topic, queue_id = dispatch.queue_of(key[start])
-                    agg = out.get((decoder.topics[topic], queue_id))
-                    row = [int(counts[j]), int(lows[j]), int(highs[j]), int(firsts[j]), int(lasts[j])]
-                    if agg is None:
-                        out[(decoder.topics[topic], queue_id)] = row
-                    else:
-                        agg[0] += row[0]
-                        agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
-                        agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
+                take = np.flatnonzero(w.queued & (w.physical_offset >= lo) & (w.physical_offset < hi))
+                if len(take):
+                    yield decoder, dispatch.queue_keys(w.topic[take], w.queue_id[take]), w, take
+
+    def _unreachable(self, lo: int, hi: int, ends: dict) -> dict:
+        """The queued records of [lo, hi) — the log the restart keeps but does not dispatch again — that their
+        queue will not hold after it: a record at or past the end of the queue's last entry (``ends``: (topic,
+        queue id) -> that physical offset; entries follow the log's order, whatever queue offset they were
+        placed at), or of a queue that has no entry at all (its files were lost and nothing rebuilds them).
+        (topic, queue id) -> [messages, lowest and highest queue offset, first and last physical offset].
+        Window by window: memory follows the queues, not the log."""
+        out: dict[tuple[str, int], list[int]] = {}
+        names = list(ends)
+        queue_ends = np.array([ends[name] for name in names] + [-1], dtype=np.int64)     # row -1: no entry
+        queues = _QueueRows({name: row for row, name in enumerate(names)})
+        for decoder, key, w, take in self._queued_windows(lo, hi):
+            phy, qo = w.physical_offset[take], w.queue_offset[take]
+            beyond = np.flatnonzero(phy >= queue_ends[queues.rows(decoder, key)])
+            if not len(beyond):
+                continue
+            key, phy, qo = key[beyond], phy[beyond], qo[beyond]
+            order = np.argsort(key, kind="stable")
+            key, phy, qo = key[order], phy[order], qo[order]
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            counts = np.diff(np.r_[starts, len(key)])
+            lows, highs = np.minimum.reduceat(qo, starts), np.maximum.reduceat(qo, starts)
+            firsts, lasts = np.minimum.reduceat(phy, starts), np.maximum.reduceat(phy, starts)
+            for j, start in enumerate(starts.tolist()):
+                topic, queue_id = dispatch.queue_of(key[start])
+                name = (decoder.topics[topic], queue_id)
+                row = [int(counts[j]), int(lows[j]), int(highs[j]), int(firsts[j]), int(lasts[j])]
+                agg = out.setdefault(name, row)
+                if agg is not row:
+                    agg[0] += row[0]
+                    agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
+                    agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
         return out
 
     def _lost(self, lo: int, hi: int | None) -> pa.Table | None:
@@ -505,6 +512,35 @@ class Simulation:
                     yield from queued.popleft().result()
             while queued:
                 yield from queued.popleft().result()
+
+
+class _QueueRows:
+    """(topic, queue id) -> a row of some table, looked up for a window's queue keys at once (their topic
+    numbers are a ``DispatchDecoder``'s, which grow as it meets topics): one searchsorted, no strings."""
+
+    def __init__(self, rows: dict[tuple[str, int], int]):
+        self.by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, queue_id), row in rows.items():
+            self.by_topic.setdefault(topic, []).append((queue_id, row))
+        self.numbered = -1
+        self.keys = self.values = np.zeros(0, np.int64)
+
+    def add(self, name: tuple[str, int], row: int) -> None:
+        self.by_topic.setdefault(name[0], []).append((name[1], row))
+        self.numbered = -1
+
+    def rows(self, decoder, keys: np.ndarray) -> np.ndarray:
+        """The row of each queue key; -1 for a queue without one."""
+        if len(decoder.topics) != self.numbered:
+            self.numbered = len(decoder.topics)
+            pairs = sorted((int(dispatch.queue_keys(t, q)), row) for t, topic in enumerate(decoder.topics)
+                           for q, row in self.by_topic.get(topic, ()))
+            self.keys = np.array([p[0] for p in pairs], np.int64)
+            self.values = np.array([p[1] for p in pairs], np.int64)
+        if not len(self.keys):
+            return np.full(len(keys), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[at] == keys, self.values[at], -1)
 
 
 @dataclass
