@@ -109,12 +109,28 @@ def _restart(rec: dict | None) -> str:
     return "\n".join(out)
 
 
-def _commitlog(k: int, p: StorePage) -> str:
+def commitlog_strip(p: StorePage):
+    """The CommitLog strip of one store's page (``html_charts.segment_strip``): its segments, the first
+    MAX_ROWS damaged records, where the next start ends the log and how far the queues and IndexFiles reach."""
     v, rec = p.verdict, p.recovery
     damaged = [{"physical_offset": f.physical_offset, "check": f.check} for f in v.findings
                if f.physical_offset is not None and f.check.startswith("commitlog.") and f.severity == Severity.ERROR]
-    strip = charts.segment_strip(p.segments, damaged[:MAX_ROWS], rec["process_offset"] if rec else None,
-                                 v.log.end, rec["max_cq"] if rec else None, p.index_files)
+    return charts.segment_strip(p.segments, damaged[:MAX_ROWS], rec["process_offset"] if rec else None,
+                                v.log.end, rec["max_cq"] if rec else None, p.index_files)
+
+
+def coverage_rows(v: StoreVerdict, rec: dict | None) -> list[dict]:
+    """Per ConsumeQueue the rows ``html_charts.queue_coverage`` draws: where its files end, where the
+    CommitLog's dispatch ends it, and where the next start leaves it (None without a recovery report)."""
+    after = {(q["topic"], q["queue_id"]): q["max_offset"] for q in rec["consumequeues"]} if rec else {}
+    return [{"topic": q.topic, "queue_id": q.queue_id, "max_offset": q.max_offset,
+             "dispatch_max_offset": q.dispatch_max_offset, "after_restart": after.get((q.topic, q.queue_id))}
+            for q in v.queues]
+
+
+def _commitlog(k: int, p: StorePage) -> str:
+    v = p.verdict
+    strip = commitlog_strip(p)
     size = {s["file"]: s["size"] for s in p.segments}
     return "\n".join([
         "<h3>The CommitLog</h3>",
@@ -128,16 +144,22 @@ def _commitlog(k: int, p: StorePage) -> str:
                  len(s.findings)) for name, s in v.segments], numeric={1, 2, 3, 4, 6, 7})])
 
 
-def _topics(k: int, tl: Timeline) -> str:
+def timeline_figure(tl: Timeline):
+    """Messages and bytes per topic over time (``html_charts.topic_timeline``) of ``tl``: the TOP_TOPICS
+    topics with the most messages, the others summed."""
     totals = tl.totals.to_pylist()
     top = [t["topic"] for t in totals[:charts.TOP_TOPICS]]
+    return charts.topic_timeline(tl.top_series(charts.TOP_TOPICS).to_pydict(), top, len(totals) - len(top),
+                                 tl.width_ms)
+
+
+def _topics(k: int, tl: Timeline) -> str:
+    totals = tl.totals.to_pylist()
     return "\n".join([
         "<h3>Messages and bytes per topic over time</h3>",
         f"<p class=note>Store time (UTC) in buckets of {charts.duration(tl.width_ms)}; the {charts.TOP_TOPICS} "
         "topics with the most messages, the others summed; bytes are whole records on disk.</p>",
-        _chart(f"timeline-{k}", "timeline", charts.topic_timeline(
-            tl.top_series(charts.TOP_TOPICS).to_pydict(), top, len(totals) - len(top), tl.width_ms))
-        if totals else "<p>No records.</p>",
+        _chart(f"timeline-{k}", "timeline", timeline_figure(tl)) if totals else "<p>No records.</p>",
         _table("topics", ["topic", "messages", "bytes", "first store time", "last store time"],
                [(t["topic"], t["messages"], t["bytes"], _time(t["first_ms"]), _time(t["last_ms"])) for t in totals],
                numeric={1, 2})])
@@ -146,10 +168,7 @@ def _topics(k: int, tl: Timeline) -> str:
 def _queues(k: int, v: StoreVerdict, rec: dict | None) -> str:
     if not v.queues:
         return "<h3>ConsumeQueue coverage</h3><p>No ConsumeQueue.</p>"
-    after = {(q["topic"], q["queue_id"]): q["max_offset"] for q in rec["consumequeues"]} if rec else {}
-    queues = [{"topic": q.topic, "queue_id": q.queue_id, "max_offset": q.max_offset,
-               "dispatch_max_offset": q.dispatch_max_offset, "after_restart": after.get((q.topic, q.queue_id))}
-              for q in v.queues]
+    queues = coverage_rows(v, rec)
     behind = sum(1 for q in queues if q["max_offset"] != q["dispatch_max_offset"])
     shortened = sum(1 for q in queues if q["after_restart"] is not None and q["after_restart"] < q["max_offset"])
     return "\n".join([

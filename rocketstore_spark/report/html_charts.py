@@ -19,7 +19,9 @@ MAX_BARS = 40
 LABEL_WIDTH = 48        # characters of a label (topic, group) before its middle is elided
 COLOURS = {"valid": "#2e7d32", "damaged": "#c62828", "lost": "#ef6c00", "empty": "#bdbdbd", "index": "#1565c0",
            "queues": "#6a1b9a"}
-_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), template="plotly_white", font=dict(size=12),
+PALETTE = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#9e9d24", "#455a64",
+           "#d84315", "#757575"]        # one colour a topic or group, in legend order
+LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), template="plotly_white", font=dict(size=12),
                legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), barcornerradius=0)
 
 
@@ -74,7 +76,7 @@ def segment_strip(segments: list[dict], damaged: list[dict], restart_end: int | 
                                  marker=dict(symbol="x", size=14, color=COLOURS["damaged"], line=dict(width=2)),
                                  hovertext=[f"{escape(d['check'])} at physical offset {d['physical_offset']:,}"
                                             for d in damaged], hoverinfo="text"))
-    fig.update_layout(**_LAYOUT, barmode="overlay", height=260, xaxis_title="physical offset (bytes)")
+    fig.update_layout(**LAYOUT, barmode="overlay", height=260, xaxis_title="physical offset (bytes)")
     fig.update_yaxes(categoryorder="array", categoryarray=[ix, cq, log])
     return fig
 
@@ -87,18 +89,16 @@ def topic_timeline(series: dict[str, list], topics: list[str], others: int, widt
     for topic, bucket, messages, size in zip(series["topic"], series["bucket"], series["messages"], series["bytes"]):
         per.setdefault(topic, {})[bucket] = [messages, size]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06)
-    palette = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#9e9d24", "#455a64",
-               "#d84315", "#757575"]
     for k, (topic, buckets) in enumerate(per.items()):
         name = f"{others:,} other topics" if topic is None else escape(topic)
         xs = sorted(buckets)
         when = [_utc(b) for b in xs]
-        colour = palette[k % len(palette)]
+        colour = PALETTE[k % len(PALETTE)]
         fig.add_trace(go.Bar(name=name, x=when, y=[buckets[b][0] for b in xs], marker_color=colour,
                              legendgroup=name), row=1, col=1)
         fig.add_trace(go.Bar(name=name, x=when, y=[buckets[b][1] for b in xs], marker_color=colour,
                              legendgroup=name, showlegend=False), row=2, col=1)
-    fig.update_layout(**_LAYOUT, barmode="stack", height=520, bargap=0.05)
+    fig.update_layout(**LAYOUT, barmode="stack", height=520, bargap=0.05)
     fig.update_yaxes(title_text="messages", row=1, col=1)
     fig.update_yaxes(title_text="record bytes", row=2, col=1)
     return fig
@@ -121,7 +121,7 @@ def queue_coverage(queues: list[dict]) -> go.Figure:
         bars.append(("it ends at after the next start", "after_restart", COLOURS["lost"]))
     fig = go.Figure([go.Bar(name=name, y=names, x=[q[key] for q in shown], orientation="h", marker_color=colour)
                      for name, key, colour in bars])
-    fig.update_layout(**_LAYOUT, barmode="group", height=max(260, 80 + 12 * len(bars) * len(shown)),
+    fig.update_layout(**LAYOUT, barmode="group", height=max(260, 80 + 12 * len(bars) * len(shown)),
                       xaxis_title="queue offset")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
@@ -137,7 +137,7 @@ def consumer_lag(lags: list[dict]) -> go.Figure:
         fig.add_trace(go.Bar(name=escape(group), orientation="h", x=[x["lag"] for x in rows],
                              y=[f"{escape(x['consumer_group'])} · {escape(x['topic'])} / {x['queue_id']}"
                                 for x in rows]))
-    fig.update_layout(**_LAYOUT, height=max(260, 80 + 22 * len(shown)), xaxis_title="messages behind")
+    fig.update_layout(**LAYOUT, height=max(260, 80 + 22 * len(shown)), xaxis_title="messages behind")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
 
