@@ -75,6 +75,7 @@ def run(spark, table, layout, bodies=False, **kw):
     return ingest_store(spark, str(table), layout, bodies, **kw)
 
 
+@pytest.mark.long
 def test_three_runs_over_a_growing_store_equal_one_run_over_the_final_store(spark, tmp_path, capsys):
     store = GrowingStore(tmp_path / "store")
     table, reference = tmp_path / "table", tmp_path / "reference"
@@ -107,6 +108,7 @@ def test_three_runs_over_a_growing_store_equal_one_run_over_the_final_store(spar
     assert rows(spark, table) == want
 
 
+@pytest.mark.long
 def test_the_job_reports_and_snapshots_side_tables(spark, tmp_path, capsys):
     from tests.golden.goldens import BY_ID
     g = BY_ID["5.5.1/consumer-offsets"]
@@ -128,6 +130,7 @@ def test_the_job_reports_and_snapshots_side_tables(spark, tmp_path, capsys):
         assert spark.read.format("delta").load(str(snap / name)).select("run_id").distinct().count() == 2
 
 
+@pytest.mark.long
 def test_a_log_cut_below_the_watermark_is_refused_then_reingested_from_the_cut(spark, tmp_path):
     store = GrowingStore(tmp_path / "store")
     table, reference = tmp_path / "table", tmp_path / "reference"
@@ -189,6 +192,7 @@ def test_bad_input_vanished_store_newer_table_and_bodies_mismatch(spark, tmp_pat
     assert version(spark, table) == before + 1 and len(rows(spark, table)) == 30     # only the ALTER
 
 
+@pytest.mark.long
 def test_two_runs_of_one_store_at_once_one_wins_nothing_duplicated(spark, tmp_path):
     store = GrowingStore(tmp_path / "store")
     store.append(messages(80, 10))
