@@ -128,6 +128,15 @@ def test_the_job_reports_and_snapshots_side_tables(spark, tmp_path, capsys):
         {(q["topic"], q["queue_id"], q["max_offset"]) for q in g.manifest["queues"]}
     for name in ("segments", "topics", "subscription_groups"):
         assert spark.read.format("delta").load(str(snap / name)).select("run_id").distinct().count() == 2
+    # the README's Spark SQL examples, on this table (its store's messages are of 2026-11-22)
+    import re
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    sql = re.search(r"## Incremental ingest into Delta Lake.*?```sql\n(.*?)```", readme, re.S).group(1)
+    statements = [s.strip() for s in re.sub(r"--[^\n]*", "", sql.replace("/tmp/ingest", str(table))).split(";")]
+    results = [spark.sql(s).collect() for s in statements if s]
+    per_hour, as_of_1 = results[0], results[1]
+    assert sum(r.messages for r in per_hour) == len(g.messages) and as_of_1[0][0] == len(g.messages)
+    assert [r.status for r in results[3]] == ["ingested", "unchanged"] and results[4]
 
 
 @pytest.mark.long
