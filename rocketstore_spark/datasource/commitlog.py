@@ -9,7 +9,9 @@ cores, between 64 MiB and 2 GiB — see planning.py; segments are cut at arbitra
 together), ``strict`` (fail on the first error finding — layout, damage, BODYCRC, records after
 the end, misplaced records — instead of reporting it and reading on), ``messageDelayLevel`` (the broker's delay table, for SCHEDULE_TOPIC_XXXX tagsCode), ``maxRecordSize``,
 ``batchRows`` (rows per Arrow batch; default 4096 and at most 16 MiB of records, or 65536 when every
-requested column is fixed-width).
+requested column is fixed-width), ``startOffset`` (a physical offset where a record starts — the end of
+one read before, as an incremental ingest keeps it: segments that end before it are not planned and the read
+of the segment holding it starts there, so what lies below is never decoded; on any Spark, unlike pushdown).
 
 Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec.decoder over
 store.segment_reader and ships Arrow batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python
@@ -96,6 +98,7 @@ class RocketMQReader(DataSourceReader):
         from rocketstore_spark.store.discovery import discover
 
         lo, hi = physical_offset_bounds(self.filters)
+        lo = max(lo, self.options.start_offset)
         selected = []
         for layout in discover(self.options.paths):
             if not store_allowed(self.filters, layout.name):
@@ -107,7 +110,8 @@ class RocketMQReader(DataSourceReader):
             # a segment wholly outside the physical offset range is never read
             selected += [(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)
                          if seg.base_offset + seg.size > lo and seg.base_offset <= hi]
-        return plan_partitions(selected, self.options.split_size, session_parallelism()) or [ScanPartition(())]
+        return plan_partitions(selected, self.options.split_size, session_parallelism(),
+                               self.options.start_offset) or [ScanPartition(())]
 
     # ----------------------------------------------------------------------------- worker side
 

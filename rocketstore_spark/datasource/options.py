@@ -64,15 +64,17 @@ class Options:
 
 @dataclass(frozen=True, init=False)
 class CommitLogOptions(Options):
-    """``rocketmq``: splitSize, strict, messageDelayLevel, maxRecordSize, batchRows."""
+    """``rocketmq``: splitSize, strict, messageDelayLevel, maxRecordSize, batchRows, startOffset."""
     split_size: int | None        # None: planning.auto_split_size
     strict: bool
     message_delay_level: str
     max_record_size: int
     batch_rows: int | None        # None: the decoder's default for the requested columns
+    start_offset: int             # physical offset a record boundary of every store read: nothing before it is read
 
     SOURCE = "rocketmq"
-    KNOWN = ("path", "paths", "splitSize", "strict", "messageDelayLevel", "maxRecordSize", "batchRows")
+    KNOWN = ("path", "paths", "splitSize", "strict", "messageDelayLevel", "maxRecordSize", "batchRows",
+             "startOffset")
 
     def _parse(self, opts):
         self._set("split_size", _int(opts.get("splitsize"), "splitSize", None, 4096))
@@ -80,6 +82,7 @@ class CommitLogOptions(Options):
         self._set("message_delay_level", opts.get("messagedelaylevel") or DEFAULT_DELAY_LEVELS)
         self._set("max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", DEFAULT_MAX_RECORD_SIZE, 1024))
         self._set("batch_rows", _int(opts.get("batchrows"), "batchRows", None, 1))
+        self._set("start_offset", _int(opts.get("startoffset"), "startOffset", 0, 0))
         parse_delay_levels(self.message_delay_level)      # fail on the driver, not in an executor
 
 

@@ -57,16 +57,21 @@ def auto_split_size(total_bytes: int, parallelism: int) -> int:
     return min(MAX_AUTO_SPLIT, max(MIN_AUTO_SPLIT, per_core))
 
 
-def plan_partitions(segments, split_size: int | None, parallelism: int) -> list[ScanPartition]:
+def plan_partitions(segments, split_size: int | None, parallelism: int,
+                    start_offset: int = 0) -> list[ScanPartition]:
     """``segments``: (store name, Segment, followed by a later segment) in scan order. Partitions of
     ``split_size`` bytes (auto when None), each a list of ranges. Only a segment's data is planned: the
-    trailing hole of a sparse file (a broker's preallocated last segment) holds no record."""
-    segments = [(store, seg, followed) for store, seg, followed in segments if seg.data_end > 0]
+    trailing hole of a sparse file (a broker's preallocated last segment) holds no record. ``start_offset``
+    (a physical offset where a record starts, e.g. an incremental ingest's watermark): bytes before it are
+    not planned; the range of the segment holding it starts there, where the reader finds that record."""
+    def first(seg) -> int:                 # file position the segment's planned data starts at
+        return min(seg.data_end, max(0, start_offset - seg.base_offset))
+    segments = [(store, seg, followed) for store, seg, followed in segments if seg.data_end > first(seg)]
     if split_size is None:
-        split_size = auto_split_size(sum(seg.data_end for _, seg, _ in segments), parallelism)
+        split_size = auto_split_size(sum(seg.data_end - first(seg) for _, seg, _ in segments), parallelism)
     partitions, ranges, room = [], [], split_size
     for store, seg, followed in segments:
-        start = 0
+        start = first(seg)
         while start < seg.data_end:
             end = min(seg.data_end, start + room)
             ranges.append(SegmentRange(store, seg.path, seg.base_offset, start, end, followed))

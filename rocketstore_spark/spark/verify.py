@@ -281,12 +281,17 @@ def finding_rows(run: VerifyRun) -> list[dict]:
 
 
 def lag_rows(run: VerifyRun) -> list[dict]:
-    return [{"run_id": run.run_id, "run_time": run.run_time, "store": x.store, "consumer_group": x.consumer_group,
+    return lag_records(run.run_id, run.run_time, [x for s in run.stores for x in (s.offsets.lags if s.offsets else [])])
+
+
+def lag_records(run_id: str, run_time: dt.datetime, lags) -> list[dict]:
+    """Rows of LAG_SCHEMA for ``lags`` (``verify.offsets.QueueLag``): the verify job's and the ingest's snapshots."""
+    return [{"run_id": run_id, "run_time": run_time, "store": x.store, "consumer_group": x.consumer_group,
              "topic": x.topic, "queue_id": x.queue_id, "consumer_offset": x.consumer_offset,
              "min_offset": x.min_offset, "max_offset": x.max_offset, "status": x.status, "lag": x.lag,
              "expired": x.expired, "oldest_unconsumed_time": _ms(x.oldest_unconsumed_timestamp),
              "newest_time": _ms(x.newest_timestamp), "lag_ms": x.lag_ms}
-            for s in run.stores for x in (s.offsets.lags if s.offsets else [])]
+            for x in lags]
 
 
 def findings_frame(spark, run: VerifyRun):

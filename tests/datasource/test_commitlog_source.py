@@ -176,3 +176,22 @@ def test_a_filtered_query_does_not_leak_into_later_queries_of_the_same_dataframe
     assert msgs.count() == len(g.messages)
     assert msgs.where("physical_offset < 1000").count() == sum(m["physical_offset"] < 1000 for m in g.messages)
     assert msgs.groupBy().count().collect()[0][0] == len(g.messages)
+
+
+def test_start_offset_reads_exactly_the_records_from_it_on_and_plans_nothing_below():
+    """``startOffset`` (an ingest's watermark: the end of a record) on any Spark: segments ending before it are
+    not planned, the read starts at it, every later record once — also when it is a segment's BLANK."""
+    from rocketstore_spark.datasource.commitlog import RocketMQDataSource
+    g = BY_ID["4.9.8/clean"]
+    messages = sorted(g.messages, key=lambda m: m["physical_offset"])
+    ends = [m["physical_offset"] + m["total_size"] for m in messages]
+    blank = max(e for e in ends if e < 262144)                   # the BLANK that closes segment 131072
+    for start in (0, ends[0], ends[len(ends) // 2], blank, 262144, ends[-2], ends[-1]):
+        reader = RocketMQDataSource({"path": str(g.store), "startOffset": str(start)}).reader(
+            struct("physical_offset BIGINT"))
+        parts = reader.partitions()
+        assert all(r.base_offset + r.end > start and r.base_offset + r.start >= min(start, r.base_offset + r.end)
+                   for p in parts for r in p.ranges)
+        assert all(r.base_offset + r.start >= start for p in parts for r in p.ranges)
+        got = [v for p in parts for b in reader.read(p) for v in b.column(0).to_pylist()]
+        assert got == [m["physical_offset"] for m in messages if m["physical_offset"] >= start], start

@@ -44,3 +44,16 @@ def test_auto_split_gives_one_partition_per_core_within_bounds():
     assert auto_split_size(100 << 20, 64) == MIN_AUTO_SPLIT
     assert auto_split_size(1 << 40, 8) == MAX_AUTO_SPLIT
     assert auto_split_size(3 * gib, 3) == gib
+
+
+@given(st.lists(st.integers(1, 5000), min_size=1, max_size=8), st.integers(1, 3000), st.integers(0, 40000))
+def test_a_start_offset_plans_exactly_the_bytes_from_it_on(sizes, split_size, start_offset):
+    """An incremental read from a watermark: nothing below it is planned, every data byte from it on once."""
+    segments = _segments(sizes)
+    ranges = [r for p in plan_partitions(segments, split_size, 2, start_offset) for r in p.ranges]
+    planned = [(r.base_offset + r.start, r.base_offset + r.end) for r in ranges]
+    assert all(lo >= start_offset for lo, _ in planned)
+    want = sum(max(0, seg.base_offset + seg.data_end - max(start_offset, seg.base_offset))
+               for _, seg, _ in segments)
+    assert sum(hi - lo for lo, hi in planned) == want
+    assert planned == sorted(planned) and all(a[1] <= b[0] for a, b in zip(planned, planned[1:]))
