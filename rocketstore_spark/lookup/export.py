@@ -4,7 +4,9 @@ lose; in-process, one decoded window at a time, so memory is bounded whatever th
 
 ``Slice`` says which records: topic, queue, a KEYS value, a UNIQ_KEY, a TAGS value, a store-time window,
 a physical offset range, and whether only CRC-correct records count. Every filter is an Arrow compute
-expression over a decoded batch; a physical offset range also skips whole segments. Columns: ``store`` then
+expression over a decoded batch; a physical offset range also skips whole segments. A slice of a topic reads
+each store through the topic's ConsumeQueues where they account for every record and scans elsewhere
+(``lookup.queue_slice``; the rows are the scan's either way). Columns: ``store`` then
 every column of the ``rocketmq`` source except the segment's base offset (``EXPORT_COLUMNS``) — what is
 needed to publish a message again (topic, queue, flag, keys, tags, properties, body, born host and time).
 """
