@@ -34,13 +34,12 @@ import numpy as np
 import pyarrow.compute as pc
 
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
-from rocketstore_spark.rocketmq.coverage import LMQ_PREFIX, claims, coverage
+from rocketstore_spark.rocketmq.coverage import LMQ_PREFIX, QUEUE_CHUNK, claims, coverage
 from rocketstore_spark.store.discovery import Segment, StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.queues import read_queue
 from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD, DEFAULT_WINDOW, map_window
 
-QUEUE_CHUNK = 1 << 16          # entries read from one queue at a time (1.25 MiB): the topic's queues stream
 
 
 @dataclass

@@ -31,6 +31,9 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.queues import read_queue
 
 LMQ_PREFIX = "%LMQ%"
+# entries read from a queue at a time (1.25 MiB): RocketMQ preallocates 6 MB files and a queue's last one is
+# mostly zeros, which a read that stops at the first unwritten entry does not read much of
+QUEUE_CHUNK = 1 << 16
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -85,7 +88,7 @@ def coverage(layout: StoreLayout, topic: str | None = None) -> Coverage:
         if name.startswith(LMQ_PREFIX):
             continue
         previous = -1
-        for chunk in read_queue(str(queue_dir)):
+        for chunk in read_queue(str(queue_dir), QUEUE_CHUNK):
             offsets, sizes = claims(chunk.entries, chunk.fillers)
             _tally(offsets, sizes, bases, file_sizes, starts, ends, counts, last_end)
             if name == topic and len(offsets) and (offsets[0] <= previous or np.any(np.diff(offsets) <= 0)):
