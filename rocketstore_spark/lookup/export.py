@@ -27,12 +27,15 @@ from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
 from rocketstore_spark.lookup.queue_slice import ClaimedRead, Plan, TopicClaims, plan
 from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
 FORMATS = ("parquet", "jsonl")
+SLICE_AHEAD = 2         # batches decoded on a second thread while the last ones are written (compiled kernels
+                        # and pyarrow's writers release the GIL): two cores in one process
 
 
 @dataclass(frozen=True)
@@ -156,14 +159,14 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
     try:
         if fmt == "parquet":
             with pq.ParquetWriter(tmp, export_schema()) as out:
-                for t in iter_slice(layouts, where, delay_levels, plans):
+                for t in ahead(iter_slice(layouts, where, delay_levels, plans), SLICE_AHEAD):
                     out.write_table(t)
                     written += t.num_rows
                 if not written:
                     out.write_table(export_schema().empty_table())
         else:
             with open(tmp, "wb") as out:
-                for t in iter_slice(layouts, where, delay_levels, plans):
+                for t in ahead(iter_slice(layouts, where, delay_levels, plans), SLICE_AHEAD):
                     json_lines.write_table(t, out)
                     written += t.num_rows
         publish(tmp, target)
