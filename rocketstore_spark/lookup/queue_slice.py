@@ -65,7 +65,7 @@ class Plan:
         text = "read through the ConsumeQueue"
         if scanned:
             text += (f"; {scanned} of {len(self.covered)} segment(s) scanned (records without a ConsumeQueue entry "
-                     "there: transactional half messages, dispatch lag or lost queue files)")
+                     "there: transactional half messages, dispatch lag, or queue files or entries lost or overwritten)")
         for segment, why in self.fallbacks:
             text += f"; segment {segment} scanned from where an entry failed its check ({why})"
         return text
@@ -87,7 +87,7 @@ def plan(layout: StoreLayout, topic: str | None, queue_id: int | None) -> Plan:
         return Plan(layout.name, f"the entries of queue {', '.join(cover.backwards)} do not ascend in physical offset")
     if not np.any(cover.covered >= 0):
         return Plan(layout.name, "no segment has a ConsumeQueue entry for every record (transactional half "
-                                 "messages, dispatch lag or lost queue files)")
+                                 "messages, dispatch lag, or queue files or entries lost or overwritten)")
     dirs = [(q, d) for name, q, d in layout.files.queue_dirs() if name == topic and queue_id in (None, q)]
     return Plan(layout.name, "", cover.covered, dirs)
 
