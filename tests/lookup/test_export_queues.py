@@ -145,6 +145,27 @@ def cut(path: Path) -> None:
     path.write_bytes(path.read_bytes()[:consumequeue.ENTRY_SIZE * (n - 30)])
 
 
+def dispatch_lag(store: Path, lag: int) -> None:
+    """Every queue loses its entries from offset ``lag`` on, as when dispatch lags the log at a crash."""
+    files = [f for t in (store / "consumequeue").iterdir() for q in t.iterdir() for f in q.iterdir()]
+    for f in files:
+        entries = consumequeue.decode_entries(f.read_bytes())
+        entries = entries[:consumequeue.written_count(entries)]
+        f.write_bytes(entries[entries["commit_log_offset"] < lag].tobytes())
+
+
+def test_records_past_the_dispatched_ones_are_scanned(queued, tmp_path):
+    store = copy_store(queued, tmp_path / "store")
+    everything = sliced(store, Slice())
+    lag = int(everything["physical_offset"][-60].as_py())               # 60 records not dispatched
+    dispatch_lag(store, lag)
+    for where in slices("Orders", everything):
+        plans = assert_same_as_scan(store, where)
+    segment = lag // (1 << 16)
+    # the segment of the lag: read through the queues up to it, then scanned; later ones scanned whole
+    assert plans[0].covered[segment] == lag % (1 << 16) and (plans[0].covered[segment + 1:] < 0).all()
+
+
 DAMAGE = {
     "an entry naming another record": lambda s: rewrite(queue_file(s, "Orders", 1), other_record),
     "an entry with a wrong size": lambda s: rewrite(queue_file(s, "Orders", 2), wrong_size),
