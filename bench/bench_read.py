@@ -38,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,13 +54,15 @@ from tests.builders import rebase_segment, synthetic_segment  # noqa: E402
 HEADER_ONLY = "physical_offset BIGINT, total_size INT, queue_id INT, queue_offset BIGINT, store_timestamp TIMESTAMP"
 
 
-def build_store(out: Path, gib: float, segment_mib: int) -> list[Path]:
+def build_store(out: Path, gib: float, segment_mib: int, queue_offsets: bool = False) -> list[Path]:
     """A store of gib / segment segments: one synthetic segment from our encoder, copied with
-    PHYSICALOFFSET rewritten for each segment's base offset (so every record is valid where it lies)."""
+    PHYSICALOFFSET rewritten for each segment's base offset (so every record is valid where it lies).
+    ``queue_offsets``: each copy's QUEUEOFFSETs also carry on from the last copy's, queue by queue, as a broker
+    numbers them (else they repeat per copy, and ConsumeQueues rebuilt from the store keep one copy's entries)."""
     seg_size = segment_mib << 20
     n_segments = max(1, int(gib * 1024 / segment_mib))
     cl = out / "store" / "commitlog"
-    marker = out / "store" / f".built-{n_segments}x{segment_mib}"
+    marker = out / "store" / f".built-{n_segments}x{segment_mib}{'-queued' if queue_offsets else ''}"
     if marker.exists() and cl.is_dir():
         files = sorted(cl.iterdir())
         if len(files) == n_segments:
@@ -69,10 +73,29 @@ def build_store(out: Path, gib: float, segment_mib: int) -> list[Path]:
     for old in (out / "store").glob(".built-*"):          # a store of another size was here
         old.unlink()
     template, positions = synthetic_segment(seg_size)
+    per_queue = queue_sizes(template, positions) if queue_offsets else None
     for k in range(n_segments):
-        (cl / f"{k * seg_size:020d}").write_bytes(rebase_segment(template, positions, k * seg_size).tobytes())
+        copy = rebase_segment(template, positions, k * seg_size)
+        if per_queue is not None:
+            renumber = np.frombuffer(template[(positions[:, None] + 20 + np.arange(8)).ravel()].tobytes(), ">i8") \
+                + k * per_queue
+            copy[(positions[:, None] + 20 + np.arange(8)).ravel()] = np.frombuffer(
+                renumber.astype(">i8").tobytes(), dtype=np.uint8)
+        (cl / f"{k * seg_size:020d}").write_bytes(copy.tobytes())
     marker.touch()
     return sorted(cl.iterdir())
+
+
+def queue_sizes(template, positions) -> np.ndarray:
+    """Per record of the template segment, how many records its queue (topic and queue id) has there."""
+    import pyarrow as pa
+
+    from rocketstore_spark.codec.decoder import RecordDecoder
+    decoder = RecordDecoder(["topic", "queue_id"], batch_rows=len(positions) + 1, batch_bytes=1 << 62)
+    t = pa.Table.from_batches([decoder.decode(template, 0, len(template), 0, 0, len(template)).batch])
+    key = [f"{a}/{b}" for a, b in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist())]
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return counts[inverse].astype(np.int64)
 
 
 def store_arguments(doc: str, segment_mib: int = 256) -> argparse.ArgumentParser:

@@ -236,6 +236,24 @@ def _record(buf, buf_file_pos, buf_end, file_end, pos):
     return stop, total
 
 
+@numba.njit(cache=True, nogil=True)
+def check_records(buf, buf_file_pos, file_end, positions, out_stop):
+    """``check_record`` at each of the file ``positions`` (records named from elsewhere, e.g. by a ConsumeQueue,
+    rather than walked to): ``out_stop[i]`` is NO_STOP for a valid record lying wholly in the buffer, else its
+    Stop code (NEED_MORE for one that starts before the buffer or runs past it). Returns how many failed."""
+    buf_end = buf_file_pos + buf.shape[0]
+    failed = 0
+    for i in range(positions.shape[0]):
+        pos = positions[i]
+        stop = STOP_NEED_MORE
+        if pos >= buf_file_pos:
+            stop, _ = _record(buf, buf_file_pos, buf_end, file_end, pos)
+        out_stop[i] = stop
+        if stop != NO_STOP:
+            failed += 1
+    return failed
+
+
 TILE_FULL = -2                 # walk_span: it walked as many records, or bytes, as the tile takes
 
 

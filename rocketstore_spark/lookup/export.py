@@ -4,7 +4,9 @@ lose; in-process, one decoded window at a time, so memory is bounded whatever th
 
 ``Slice`` says which records: topic, queue, a KEYS value, a UNIQ_KEY, a TAGS value, a store-time window,
 a physical offset range, and whether only CRC-correct records count. Every filter is an Arrow compute
-expression over a decoded batch; a physical offset range also skips whole segments. Columns: ``store`` then
+expression over a decoded batch; a physical offset range also skips whole segments. A slice of a topic reads
+each store through the topic's ConsumeQueues where they account for every record and scans elsewhere
+(``lookup.queue_slice``; the rows are the scan's either way). Columns: ``store`` then
 every column of the ``rocketmq`` source except the segment's base offset (``EXPORT_COLUMNS``) — what is
 needed to publish a message again (topic, queue, flag, keys, tags, properties, body, born host and time).
 """
@@ -23,13 +25,17 @@ from rocketstore_spark.codec import json_lines
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
+from rocketstore_spark.lookup.queue_slice import ClaimedRead, Plan, TopicClaims, plan
 from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
 FORMATS = ("parquet", "jsonl")
+SLICE_AHEAD = 2         # batches decoded on a second thread while the last ones are written (compiled kernels
+                        # and pyarrow's writers release the GIL): two cores in one process
 
 
 @dataclass(frozen=True)
@@ -84,25 +90,53 @@ def export_schema() -> pa.Schema:
     return pa.schema([pa.field("store", pa.string()), *arrow_schema(EXPORT_COLUMNS)])
 
 
-def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEFAULT_DELAY_LEVELS):
-    """The slice's records as tables of ``export_schema()``, store by store in CommitLog order."""
+def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEFAULT_DELAY_LEVELS,
+               plans: list[Plan] | None = None):
+    """The slice's records as tables of ``export_schema()``, store by store in CommitLog order. A slice of a
+    topic reads each store through the topic's ConsumeQueues where they account for every record
+    (``lookup.queue_slice``: the same rows as a scan), else scans; ``plans`` (when given) receives each
+    store's ``Plan`` — how it was read and why — before its records."""
     decoder = RecordDecoder(EXPORT_COLUMNS, message_delay_level=delay_levels)
     schema = export_schema()
     for layout in layouts:
-        for k, seg in enumerate(layout.segments):
-            if seg.base_offset + seg.size <= where.from_offset or \
-                    (where.to_offset is not None and seg.base_offset >= where.to_offset):
+        how = plan(layout, where.topic, where.queue_id)
+        if plans is not None:
+            plans.append(how)
+        for batch in _store_batches(layout, where, decoder, how):
+            t = pa.Table.from_batches([batch])
+            keep = where.mask(t)
+            if keep is not None:
+                t = t.filter(keep)
+            if t.num_rows:
+                store = pa.repeat(pa.scalar(layout.name, pa.string()), t.num_rows)
+                yield pa.Table.from_arrays([store, *(t[c] for c in EXPORT_COLUMNS)], schema=schema)
+
+
+def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, how: Plan):
+    """The decoded batches of one store that may hold the slice's records, in CommitLog order: per segment a
+    scan from where the slice starts, or (``how`` through the queues) the topic's records up to the
+    segment's covered end and a scan of the rest."""
+    claimed = TopicClaims(how.queue_dirs) if how.through_queues else None
+    for k, seg in enumerate(layout.segments):
+        if seg.base_offset + seg.size <= where.from_offset or \
+                (where.to_offset is not None and seg.base_offset >= where.to_offset):
+            continue
+        start = max(0, where.from_offset - seg.base_offset)
+        covered = int(how.covered[k]) if claimed is not None else -1
+        if covered > start:
+            # records at or past to_offset are filtered out: the queue read stops there, the tail is not scanned
+            stop = covered if where.to_offset is None else min(covered, where.to_offset - seg.base_offset)
+            read = ClaimedRead(seg, decoder, claimed, where.topic, start, stop)
+            yield from (decoded.batch for decoded in read)
+            if read.resume is not None:
+                how.fallbacks.append((k, read.failure))
+                start = read.resume
+            elif stop < covered:
                 continue
-            for decoded in SegmentReader(seg.path, seg.base_offset, decoder,
-                                         start=max(0, where.from_offset - seg.base_offset),
-                                         followed=layout.followed(k)):
-                t = pa.Table.from_batches([decoded.batch])
-                keep = where.mask(t)
-                if keep is not None:
-                    t = t.filter(keep)
-                if t.num_rows:
-                    store = pa.repeat(pa.scalar(layout.name, pa.string()), t.num_rows)
-                    yield pa.Table.from_arrays([store, *(t[c] for c in EXPORT_COLUMNS)], schema=schema)
+            else:
+                start = covered
+        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
+            yield decoded.batch
 
 
 def format_of(target: str | os.PathLike) -> str:
@@ -111,9 +145,10 @@ def format_of(target: str | os.PathLike) -> str:
 
 
 def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice = Slice(), fmt: str = "parquet",
-           delay_levels: str = DEFAULT_DELAY_LEVELS) -> int:
+           delay_levels: str = DEFAULT_DELAY_LEVELS, plans: list[Plan] | None = None) -> int:
     """Write the slice to ``target`` (written under a temporary name, renamed when complete); returns how
-    many records. A store whose engine we do not read refuses before anything is written (``store.engines``)."""
+    many records (``plans``: as ``iter_slice``). A store whose engine we do not read refuses before anything
+    is written (``store.engines``)."""
     for layout in layouts:
         layout.refuse(Work.READ_COMMITLOG)
     if fmt not in FORMATS:
@@ -124,14 +159,14 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
     try:
         if fmt == "parquet":
             with pq.ParquetWriter(tmp, export_schema()) as out:
-                for t in iter_slice(layouts, where, delay_levels):
+                for t in ahead(iter_slice(layouts, where, delay_levels, plans), SLICE_AHEAD):
                     out.write_table(t)
                     written += t.num_rows
                 if not written:
                     out.write_table(export_schema().empty_table())
         else:
             with open(tmp, "wb") as out:
-                for t in iter_slice(layouts, where, delay_levels):
+                for t in ahead(iter_slice(layouts, where, delay_levels, plans), SLICE_AHEAD):
                     json_lines.write_table(t, out)
                     written += t.num_rows
         publish(tmp, target)

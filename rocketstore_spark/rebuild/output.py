@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import queue
 import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -46,6 +45,7 @@ from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq import indexfile as ix
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
+from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
@@ -345,48 +345,6 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     queues, index_files, records, findings = write_rebuild(layout, out, settings)
     return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
                          compare(layout.files, out))
-
-
-AHEAD = 4                       # windows decoded ahead of the writers: bounds the memory a pipeline holds
-
-
-def ahead(items: Iterator, depth: int = AHEAD) -> Iterator:
-    """``items``, produced by a background thread up to ``depth`` ahead of the consumer: the CommitLog is
-    decoded (compiled kernels that release the GIL) while the previous windows are placed and written, so
-    a rebuild keeps two cores busy. An exception in the producer is raised in the consumer; a consumer that
-    stops early (or fails) stops the producer."""
-    done = object()
-    slots: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
-
-    def produce():
-        try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        slots.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            slots.put((done, None))
-        except BaseException as e:         # noqa: BLE001 -- handed to the consumer, which raises it
-            slots.put((done, e))
-
-    worker = threading.Thread(target=produce, name="rebuild-decode", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item, error = slots.get()
-            if item is done:
-                if error is not None:
-                    raise error
-                return
-            yield item
-    finally:
-        stop.set()
-        worker.join()
 
 
 def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \

@@ -24,14 +24,14 @@ class QueueChunk:
 CHUNK_ENTRIES = 1 << 20            # 20 MiB per read: memory stays bounded whatever a file's size says
 
 
-def read_queue(queue_dir: str) -> Iterator[QueueChunk]:
+def read_queue(queue_dir: str, chunk_entries: int = CHUNK_ENTRIES) -> Iterator[QueueChunk]:
     """Each file's entries before the first one failing RocketMQ's test (offset >= 0 and size > 0), in
-    chunks of at most CHUNK_ENTRIES."""
+    chunks of at most ``chunk_entries``."""
     for path, cq_offset in StoreMap.queue_files(queue_dir):
         with open(path, "rb") as f:
             position = 0
             while True:
-                data = f.read(CHUNK_ENTRIES * consumequeue.ENTRY_SIZE)
+                data = f.read(chunk_entries * consumequeue.ENTRY_SIZE)
                 entries = consumequeue.decode_entries(data)
                 n = consumequeue.written_count(entries)
                 if n:
@@ -39,7 +39,7 @@ def read_queue(queue_dir: str) -> Iterator[QueueChunk]:
                     positions = position + np.arange(n, dtype=np.int64) * consumequeue.ENTRY_SIZE
                     yield QueueChunk(path, entries, (cq_offset + positions) // consumequeue.ENTRY_SIZE, positions,
                                      consumequeue.is_filler(entries))
-                if n < CHUNK_ENTRIES:          # the end of the written entries, or of the file
+                if n < chunk_entries:          # the end of the written entries, or of the file
                     break
                 position += len(data)
 

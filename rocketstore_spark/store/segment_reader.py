@@ -54,6 +54,23 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
 
 
+def map_window(fd: int, position: int, length: int, populate: bool = False) -> np.ndarray:
+    """The bytes [position, position + length) of the file open read-only at ``fd``: a read-only shared mapping
+    (no copy; unmapped when the last array viewing it goes), or a ``pread`` copy where mmap fails.
+    ``populate``: map every page at once (for a window read whole)."""
+    if length <= 0:
+        return np.zeros(0, dtype=np.uint8)
+    aligned = position - position % mmap.ALLOCATIONGRANULARITY
+    try:
+        mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0),
+                       prot=mmap.PROT_READ, offset=aligned)
+        return np.frombuffer(mm, dtype=np.uint8)[position - aligned:]
+    except (OSError, ValueError):
+        buf = bytearray(length)
+        got = os.preadv(fd, [buf], position)
+        return np.frombuffer(buf, dtype=np.uint8, count=got)
+
+
 class SegmentReader:
     """Iterates the decoded batches (``codec.decoder.Decoded``) of [start, end) of one segment file. Fixed-width
     columns of a batch are views of decoder arrays, strings and bodies are copies: holding on to a batch
@@ -115,23 +132,13 @@ class SegmentReader:
         unmapped when the last array viewing it goes — decoded batches copy what they keep), or a pread copy
         where mmap fails. ``walk``: the window is read record by record (not searched by a resync)."""
         length = min(window, file_size - position)
-        if length <= 0:
-            return np.zeros(0, dtype=np.uint8)
-        aligned = position - position % mmap.ALLOCATIONGRANULARITY
         # a window walked by a decoder that reads every byte, lying within the range, is mapped at once (one
         # call instead of a page fault per 64 KiB: a few ms less per 256 MiB); a header-only decoder may skip
         # most pages, a window past the range's end may be read only in part, and a resync reads only until
         # it finds a record start
         within = self.end is None or position + length <= self.end
-        populate = _MAP_POPULATE if walk and within and getattr(self.decoder, "reads_every_byte", False) else 0
-        try:
-            mm = mmap.mmap(fd, length + position - aligned, flags=mmap.MAP_SHARED | populate,
-                           prot=mmap.PROT_READ, offset=aligned)
-            return np.frombuffer(mm, dtype=np.uint8)[position - aligned:]
-        except (OSError, ValueError):
-            buf = bytearray(length)
-            got = os.preadv(fd, [buf], position)
-            return np.frombuffer(buf, dtype=np.uint8, count=got)
+        populate = walk and within and getattr(self.decoder, "reads_every_byte", False)
+        return map_window(fd, position, length, populate)
 
     def _scan(self, fd: int) -> Iterator[Decoded]:
         file_size = self._file_size = os.fstat(fd).st_size

@@ -309,3 +309,21 @@ def test_the_longest_host_renderings_fit_their_buffers():
     assert batch["store_host"].to_pylist() == [rendered] * len(messages)
     assert batch["born_host"].to_pylist() == [rendered if k % 3 else rendered.replace("ffff]", "fffe]")
                                               for k in range(len(messages))]
+
+
+@pytest.mark.parametrize("check_crc", [False, True])
+def test_records_decoded_at_given_positions_are_the_walks_and_bad_positions_are_rejected(check_crc):
+    data, positions = records(12)
+    seg = window(data + encode_blank(64))
+    decoder = RecordDecoder(DECODED, check_crc=check_crc)
+    walked = decoder.decode(seg, 0, len(seg), BASE, 0, len(seg))
+    wanted = [positions[k] for k in (1, 4, 5, 11)]
+    # a position inside a record, the BLANK, and a window that starts past the first record asked for
+    at = decoder.decode_at(seg[positions[1]:], positions[1], len(seg), BASE,
+                           np.array(sorted([*wanted, positions[4] + 3, len(data)])))
+    assert at.positions.tolist() == wanted and at.rejected.tolist() == [positions[4] + 3, len(data)]
+    assert at.next_position == positions[11] + (len(data) - positions[11])
+    assert at.batch.equals(walked.batch.take([1, 4, 5, 11]))
+    # a record whose stored PHYSICALOFFSET names another place is misplaced, as in the walk
+    other = decoder.decode_at(seg, 0, len(seg), BASE + 8, np.array(wanted))
+    assert other.n == 0 and other.misplaced.tolist() == wanted
