@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -130,3 +131,17 @@ def test_spark_answer_records_0_and_3_and_fails_on_the_rest(tmp_path, job_exit, 
     assert proc.returncode == task_exit
     assert (status.read_text() if status.exists() else None) == recorded
     assert out.read_text() == proc.stdout == f"args ['--store', 'x', '{job_exit}']\n"
+
+
+def test_the_readme_names_the_pins_params_and_variables_the_dag_has():
+    root = DAGS.parents[1]
+    readme = (root / "README.md").read_text()
+    section = readme.split("## Nightly checks with Airflow\n")[1].split("\n## ")[0]
+    pins = dict(line.split("==") for line in (DAGS / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    for name in ("apache-airflow", "apache-airflow-providers-apache-spark"):
+        assert f"{name} {pins[name]}" in section
+    params = re.findall(r'"(\w+)": Param\(', (DAGS / "rocketstore_store_audit.py").read_text())
+    assert len(params) == 6 and all(f"`{p}`" in section or f'"{p}"' in section for p in params), params
+    for variable in ("rocketstore_home", "rocketstore_stores", "rocketstore_output_dir", "rocketstore_venv"):
+        assert variable in section and variable in (DAGS / "rocketstore_airflow" / "config.py").read_text()
