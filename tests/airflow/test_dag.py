@@ -43,12 +43,12 @@ def _tree(path):
     return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(path.rglob("*"))}
 
 
-def _run(airflow, tmp_path, stores, **conf):
+def _run(airflow, tmp_path, stores, home=ROOT, **conf):
     before = {s: _tree(s) for s in stores if s.exists()}
     # relative store paths are taken from rocketstore_home, as the README's examples
-    result, proc = airflow.test_dag({"stores": [str(s.relative_to(ROOT)) if s.is_relative_to(ROOT) else str(s)
+    result, proc = airflow.test_dag({"stores": [str(s.relative_to(home)) if s.is_relative_to(home) else str(s)
                                                 for s in stores],
-                                     "rocketstore_home": str(ROOT), "output_dir": str(tmp_path / "out"), **conf},
+                                     "rocketstore_home": str(home), "output_dir": str(tmp_path / "out"), **conf},
                                     tmp_path / "result.json")
     assert {s: _tree(s) for s in before} == before          # the audit and the jobs only read the stores
     runs = list((tmp_path / "out" / "runs").iterdir())
@@ -77,22 +77,54 @@ def test_clean_stores_raise_no_alert(airflow, tmp_path):
         assert json.loads((folder / "audit.json").read_text())["stores"][0]["at_risk"] is False
 
 
+# An ingest job that only says how it was run: the DAG's wiring of jobs/ingest.py (the job itself is tested
+# with the job); exit 3 as the real one's when it met damage
+INGEST_STUB = """
+import json, os, sys
+args = sys.argv[1:]
+table = args[args.index("--table") + 1]
+os.makedirs(table, exist_ok=True)
+with open(os.path.join(table, "calls.jsonl"), "a") as f:
+    f.write(json.dumps({"args": args, "python": sys.executable, "spark_submit": "PYSPARK_GATEWAY_SECRET" in os.environ,
+                        "package_zip": [p for p in sys.path if p.endswith("rocketstore_spark.zip")]}) + "\\n")
+print("ingest: met damage")
+sys.exit(3)
+"""
+
+
+def _checkout_with_ingest(tmp_path):
+    """The checkout as the DAG sees it, with an ingest job (linked, but for jobs/ingest.py)."""
+    home = tmp_path / "checkout"
+    (home / "jobs").mkdir(parents=True)
+    for name in (".venv", "jars", "conf", "rocketstore_spark", "jobs/store_summary.py"):
+        (home / name).symlink_to(ROOT / name)
+    (home / "jobs" / "ingest.py").write_text(INGEST_STUB)
+    return home
+
+
 @pytest.mark.spark
 def test_a_damaged_store_raises_the_alert_naming_its_findings(airflow, tmp_path):
     """A damaged store, and beside it a store path that vanished: the alert names the damage and the store
-    that could not be checked; the run fails once the alert went out."""
+    that could not be checked; the run fails once the alert went out. With ingest_table, the ingest job runs
+    first, through spark-submit as the summary, and its exit 3 is recorded."""
     g = BY_ID["5.5.1/corrupt-body"]
     vanished = tmp_path / "vanished" / "store"
-    result, run, proc = _run(airflow, tmp_path, [g.store, vanished])
+    home, table = _checkout_with_ingest(tmp_path), tmp_path / "table"
+    result, run, proc = _run(airflow, tmp_path, [g.store, vanished], home=home, ingest_table=str(table))
     tasks = result["tasks"]
-    # the audit's and the summary's exit 3 is the answer, not a failed task; a path that is no store is
-    # the audit's exit 2, a failure
-    assert (tasks["store_checks.audit[0]"], tasks["store_checks.summary[0]"]) == ("success", "success"), tasks
+    # the audit's, the ingest's and the summary's exit 3 is the answer, not a failed task; a path that is no
+    # store is the audit's exit 2, a failure
+    assert [tasks[f"store_checks.{t}[0]"] for t in ("audit", "ingest", "summary")] == ["success"] * 3, tasks
     assert tasks["store_checks.audit[1]"] == "failed"
+    [call] = [json.loads(line) for line in (table / "calls.jsonl").read_text().splitlines()]
+    assert call["args"] == ["--store", str(g.store), "--table", str(table)]
+    assert call["spark_submit"] and call["python"] == str(home / ".venv" / "bin" / "python")
+    assert call["package_zip"] == [str(tmp_path / "out" / "rocketstore_spark.zip")]
     assert (tasks["decide"], tasks["alert"], tasks["all_clear"]) == ("success", "success", "skipped")
     assert (tasks["checks_complete"], result["state"]) == ("failed", "failed")
     store_folder = next(p for p in run.iterdir() if p.is_dir() and p.name.startswith("corrupt-body"))
-    assert (store_folder / "summary.status").read_text() == "3\n"
+    assert (store_folder / "summary.status").read_text() == (store_folder / "ingest.status").read_text() == "3\n"
+    assert (store_folder / "ingest.txt").read_text() == "ingest: met damage\n"
     alert = (run / "alert.txt").read_text()
     assert alert.startswith("rocketstore: 2 of 2 RocketMQ store(s) need attention\n")
     assert f"Store {vanished}\n  - its checks did not finish" in alert
