@@ -17,7 +17,10 @@ Per store (one mapped task group per entry of the ``stores`` param):
    connection they already have (``spark_default``: the master). They get what ./spark-submit.sh gives a
    job (properties file, JARs, the package as --py-files, the virtualenv's Python, log4j settings), and
    submit ``rocketstore_airflow/spark_answer.py``, which runs the job in the same driver and records its
-   exit 3 (damage met) as an answer rather than a failed task.
+   exit 3 (damage met) as an answer rather than a failed task. Not a BashOperator over ./spark-submit.sh:
+   the provider's operator takes the master from the connection and stops the Spark application when the
+   task is stopped. Not ``@task.pyspark``: that runs a function in Airflow's own Python, which would then
+   need PySpark and our package with their pins, and not our jobs as they are.
 5. ``evaluate``: the store's verdict from the documents (rocketstore_airflow/outcome.py): data at risk,
    new error findings since the store's last run, consumer lag over ``max_lag``.
 
@@ -185,27 +188,35 @@ def _unchecked(stores: list[str], outcomes: list[dict]) -> list[str]:
     return [s for s in stores if s not in done]
 
 
-# decide, alert and checks_complete run whatever became of the stores' checks (ALL_DONE): a store whose
-# checks failed (a path that vanished, a Spark job that died) must not silence the alert about another one.
-@task.branch(trigger_rule=TriggerRule.ALL_DONE)
+# decide and alert run whatever became of the stores' checks, once the list of stores was made
+# (ALL_DONE_MIN_ONE_SUCCESS): a store whose checks failed (a path that vanished, a Spark job that died) must
+# not silence the alert about another one.
+@task.branch(trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS)
 def decide(stores: list[str], outcomes) -> str:
     done = _each(outcomes)
     return "alert" if outcome.needs_alert(done) or _unchecked(stores, done) else "all_clear"
 
 
-@task(trigger_rule=TriggerRule.ALL_DONE, on_success_callback=ALERT_NOTIFIERS)
-def alert(stores: list[str], outcomes, run_dir: str) -> dict:
+@task(trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS, on_success_callback=ALERT_NOTIFIERS)
+def alert(stores: list[str], outcomes) -> dict:
     """The alert: its title, text and report file, for the notifiers (which run once this returns)."""
+    ctx = get_current_context()
     done = _each(outcomes)
     unchecked = _unchecked(stores, done)
-    return {"title": report.alert_title(done, unchecked),
-            "text": report.alert_text(done, unchecked, get_current_context()["run_id"]),
-            "report": str(Path(run_dir) / "alert.txt")}
+    # the run's folder made again rather than taken from plan: as an upstream, plan's success would let this
+    # run when the list of stores failed
+    run = config.run_dir(config.output_dir(ctx["params"], _variable), ctx["run_id"])
+    return {"title": report.alert_title(done, unchecked), "text": report.alert_text(done, unchecked, ctx["run_id"]),
+            "report": str(run / "alert.txt")}
 
 
+# ALL_DONE: one of alert and all_clear is always skipped. The run's state is its last task's: this one fails
+# it whenever something before did (a failed task that is not last leaves a run green in Airflow).
 @task(trigger_rule=TriggerRule.ALL_DONE)
-def checks_complete(stores: list[str], outcomes) -> None:
+def checks_complete(stores: list[str] | None, outcomes) -> None:
     """Fails the run, after the alert, when a store's checks did not finish: the run shows red in Airflow."""
+    if stores is None:
+        raise AirflowFailException("no stores were checked: see the plan and store_paths task logs")
     unchecked = _unchecked(stores, _each(outcomes))
     if unchecked:
         raise AirflowFailException(f"the checks of {len(unchecked)} store(s) did not finish (see the "
@@ -232,7 +243,7 @@ def rocketstore_store_audit():
     stores = store_paths(settings["home"])
     outcomes = store_checks.partial(settings=settings, wanted=ingest_wanted(settings["ingest_table"])) \
         .expand(store=stores)
-    ends = [alert(stores, outcomes, settings["run_dir"]), EmptyOperator(task_id="all_clear")]
+    ends = [alert(stores, outcomes), EmptyOperator(task_id="all_clear")]
     decide(stores, outcomes) >> ends >> checks_complete(stores, outcomes)
 
 

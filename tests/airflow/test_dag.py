@@ -39,6 +39,19 @@ def test_the_dags_folder_imports_with_no_errors(airflow):
     assert bag["tasks"]["decide"] == "_BranchPythonDecoratedOperator"
 
 
+def test_a_run_without_stores_fails_saying_so(airflow, tmp_path):
+    result, proc = airflow.test_dag({"rocketstore_home": str(ROOT), "output_dir": str(tmp_path / "out")},
+                                    tmp_path / "result.json")
+    tasks = result["tasks"]
+    assert (tasks["plan"], tasks["store_paths"], tasks["decide"], tasks["alert"]) == \
+        ("success", "failed", "upstream_failed", "upstream_failed"), tasks
+    assert (tasks["checks_complete"], result["state"]) == ("failed", "failed")
+    log = proc.stdout + proc.stderr
+    assert "no stores: give the stores param (a list of store paths) or set the Airflow Variable " \
+           "rocketstore_stores to a JSON list" in log
+    assert "no stores were checked: see the plan and store_paths task logs" in log
+
+
 def _tree(path):
     return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(path.rglob("*"))}
 
