@@ -4,10 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-python3.11}
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
-"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' 2>/dev/null \
-  || { echo "setup: Python 3.11 is required (found $("$PYTHON" --version 2>&1))" >&2; exit 1; }
+source scripts/python311.sh setup
 command -v java >/dev/null || { echo "setup: java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
 command -v mvn >/dev/null || { echo "setup: mvn not found: install Maven (apt-get install maven)" >&2; exit 1; }
 
