@@ -5,7 +5,7 @@ geometry, against ``cat`` of the same files and against RocketMQ's own restart o
     .venv/bin/python bench/bench_commands.py --gib 2 --no-rocketmq --no-spark
     .venv/bin/python bench/bench_commands.py --cold                    # also every command from the disk
 
-The store: our encoder's (bench_read.build_store, 20 topics), with RocketMQ's default geometry — 1 GiB segments,
+The store: our encoder's (bench_read.build_store, 20 topics, queue offsets carried on across segments), with RocketMQ's default geometry — 1 GiB segments,
 ConsumeQueues of 300,000 entries, IndexFiles of 5,000,000 slots x 20,000,000 entries — written by
 ``rocketstore rebuild`` (whose output is RocketMQ's byte for byte: tests/rebuild). Each command runs as an
 operator runs it, a fresh process, timed from outside with its peak resident memory and CPU share
@@ -117,7 +117,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     out = args.out / "commands"
-    build_store(out, args.gib, args.segment_mib)
+    build_store(out, args.gib, args.segment_mib, queue_offsets=True)        # queue offsets as a broker numbers them
     store = out / "store"
     with_queues(store, args.rocketmq_version)
     files = store_files(store)
