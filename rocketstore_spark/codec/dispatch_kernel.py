@@ -223,25 +223,31 @@ class DispatchDecoder(RecordDecoder):
     misplaced-record and damage handling (``store.segment_reader`` drives it unchanged), then the header fields
     of ``DISPATCH_FIELDS``, one ``properties.property_columns`` pass (TAGS, KEYS, UNIQ_KEY, tagsCode with
     SCHEDULE_TOPIC_XXXX delivery times) and the compiled rules. ``index``: also compute IndexFile keys
-    (``index_tags``: 5.4.0 and later). Topics are numbered in order of first appearance across every window
+    (``index_tags``: 5.4.0 and later); ``tags_code=False`` without ``index``: no property parsed, tagsCodes 0
+    (where only the placement of entries matters: the recovery report). Topics are numbered in order of first appearance across every window
     this decoder sees (``topics``: their names, malformed UTF-8 replaced as the Arrow decoder does;
     ``topic_hashes``: their Java hashCodes), so a queue keeps its number from window to window. Runs where the
     CommitLog is read (driver or executor)."""
 
     def __init__(self, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS, *, index: bool = True,
-                 index_tags: bool = True, batch_rows: int = 1 << 14):
+                 index_tags: bool = True, batch_rows: int = 1 << 14, tags_code: bool = True):
         super().__init__((), message_delay_level=message_delay_level, batch_rows=batch_rows, batch_bytes=1 << 30,
                          lanes=1, extra_fields=DISPATCH_FIELDS, fixed_width=False)
         self.index, self.index_tags = index, index_tags
+        # without index keys and tagsCodes (placing entries needs neither) no property is parsed: the costly part
+        self.properties = index or tags_code
         self.topics: list[str] = []
         self.topic_hashes: list[int] = []          # each topic's Java hashCode
         self._topic_numbers: dict[str, int] = {}
 
     def output(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts=None, bodies=None) -> DispatchWindow:
         n = h.n
-        (_, _, _, _, _, tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid,
-         keys_list_offsets, keys_offsets, keys_data, tags_code, _, _, ascii) = properties.property_columns(
-            buf, h.props_pos, h.props_len, h.topic_pos, h.topic_len, h.store_timestamp, self.delay_ms, n, _WANT)
+        if self.properties:
+            (_, _, _, _, _, tags_offsets, tags_data, tags_valid, uniq_offsets, uniq_data, uniq_valid,
+             keys_list_offsets, keys_offsets, keys_data, tags_code, _, _, ascii) = properties.property_columns(
+                buf, h.props_pos, h.props_len, h.topic_pos, h.topic_len, h.store_timestamp, self.delay_ms, n, _WANT)
+        else:
+            tags_code = np.zeros(n, np.int64)
         kind = (h.sys_flag & TRANSACTION_MASK) >> 2
         physical = base_offset + positions
         local, firsts, topic_hashes = local_topics(buf, h.topic_pos, h.topic_len)

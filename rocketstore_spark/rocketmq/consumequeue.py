@@ -200,7 +200,7 @@ def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) 
         if unreadable_queue_file(*files[k]):                   # no entries in a file RocketMQ could not have written
             return cq_codec.decode_entries(b"")
         with open(files[k][0], "rb") as f:
-            return cq_codec.decode_entries(f.read())
+            return cq_codec.held(cq_codec.decode_entries(f.read()))
     return rocketmq_bounds(files, read, log_min, expired_min_is_max)
 
 

@@ -82,7 +82,7 @@ def _entries(path: str) -> np.ndarray:
     if os.path.getsize(path) > consumequeue.MAX_FILE_SIZE:
         return consumequeue.decode_entries(b"").copy()
     with open(path, "rb") as f:
-        return consumequeue.decode_entries(f.read()).copy()
+        return consumequeue.held(consumequeue.decode_entries(f.read())).copy()
 
 
 def recover_queue(topic: str, queue_id: int, queue_dir) -> QueueRecovery:
@@ -427,7 +427,8 @@ class Simulation:
         number topics as ``decoder.topics`` does)."""
         if hi <= lo:
             return
-        decoder = DispatchDecoder(self.settings.message_delay_level, index=False, batch_rows=1 << 16)
+        decoder = DispatchDecoder(self.settings.message_delay_level, index=False, batch_rows=1 << 16,
+                                  tags_code=False)        # placing entries needs no tagsCode
         for k, seg in enumerate(self.layout.segments):
             if seg.base_offset + seg.size <= lo or seg.base_offset >= hi:
                 continue

@@ -80,7 +80,7 @@ def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, 
             continue
         with open(path, "rb") as f:
             data = f.read()
-        raw = consumequeue.decode_entries(data)
+        raw = consumequeue.held(consumequeue.decode_entries(data))
         files.append((os.path.relpath(path, root), cq_offset, len(data)))
         positions = np.arange(len(raw), dtype=np.int64) * ENTRY_SIZE
         raws.append(raw)
@@ -122,7 +122,8 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
     out += _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p), unreadable_queue_file(p, o))
                                             for p, o in listed], file_size)
-    raws = [entries.raw[entries.file == k] for k in range(len(files))]
+    bounds = np.searchsorted(entries.file, np.arange(len(files) + 1))       # entries are in file order
+    raws = [entries.raw[bounds[k]:bounds[k + 1]] for k in range(len(files))]
     v.min_offset, v.max_offset = cq.rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
                                                  expired_min_is_max)
 

@@ -16,7 +16,7 @@ system's; never under the store) — while every segment's CRC scan runs beside 
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
 time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
 average record size says how many a byte holds —, at most 128 groups). Memory: one segment window per
-thread, the largest queue group, and the IndexFile check's slot tables — not the store.
+thread, two queue groups (one checked while the next is read), and the IndexFile check's slot tables — not the store.
 """
 from __future__ import annotations
 
@@ -182,6 +182,11 @@ class Dispatched:
     def queues(self):
         """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
         queue group at a time (queues are grouped by a hash, so one very busy queue makes its group larger)."""
+        for group in self.queue_groups():
+            yield from group
+
+    def queue_groups(self):
+        """``queues`` a queue group at a time: a list of (topic, queue id, numpy columns) per group."""
         names: dict[str, int] = {}
         remap = [np.array([names.setdefault(t, len(names)) for t in topics], dtype=np.int32)
                  for topics in self.topics]
@@ -196,14 +201,15 @@ class Dispatched:
             rows = np.concatenate(parts)
             key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
             order = np.argsort(key, kind="stable")      # stable: each queue's records stay in CommitLog order
-            key = key[order]
+            key, rows = key[order], rows[order]           # one gather; each queue is then a slice
             if not len(key):
                 continue
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            group = []
             for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
                 topic, queue_id = dispatch.queue_of(key[start])
-                take = order[start:stop]
-                yield topics[topic], queue_id, {c: rows[c][take] for c in _ENTRY_COLUMNS}
+                group.append((topics[topic], queue_id, {c: rows[c][start:stop] for c in _ENTRY_COLUMNS}))
+            yield group
 
     def keys(self):
         """The spilled IndexFile keys as a ``verify.index.KeySource``."""
@@ -254,11 +260,21 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         locate = segment_locator(segment_names(layout, root))
         queues = []
         seen = set()
-        for topic, queue_id, cols in (spill.queues() if spill is not None else ()):
-            seen.add((topic, queue_id))
-            queues.append(check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
-                                      settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
-                                      has_consume_queue_ext(layout)))
+
+        def check_group(group):
+            return [check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
+                                settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
+                                has_consume_queue_ext(layout)) for topic, queue_id, cols in group]
+        # a group's queues are checked on the pool while this thread reads and sorts the next group: two groups
+        # held at most
+        checking = None
+        for group in (spill.queue_groups() if spill is not None else ()):
+            seen.update((topic, queue_id) for topic, queue_id, _ in group)
+            if checking is not None:
+                queues += checking.result()
+            checking = pool.submit(check_group, group)
+        if checking is not None:
+            queues += checking.result()
         empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
         for (topic, queue_id), d in dirs.items():
             if (topic, queue_id) not in seen:
