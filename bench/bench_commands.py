@@ -144,6 +144,8 @@ def main(argv=None):
     def run(name: str) -> dict:
         if name == "rebuild":
             shutil.rmtree(work / "rebuilt", ignore_errors=True)
+        for output in ("topic.parquet", "all.parquet"):      # export writes a new file, never over one
+            (work / output).unlink(missing_ok=True)
         return timed(commands[name])
 
     results = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
