@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "golden"))
 
-from bench_read import build_store, store_arguments  # noqa: E402
+from bench_read import build_store, drop_cache, store_arguments  # noqa: E402
 
 CLI = str(ROOT / ".venv" / "bin" / "rocketstore")
 TOPIC = "bench_topic_3"
@@ -72,15 +72,6 @@ def with_queues(store: Path, version: str) -> None:
 
 def store_files(store: Path) -> list[Path]:
     return sorted(p for sub in ("commitlog", "consumequeue", "index") for p in (store / sub).rglob("*") if p.is_file())
-
-
-def drop_cache(files) -> None:
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def timed(argv: list[str], ok=(0, 3), env: dict | None = None) -> dict:
