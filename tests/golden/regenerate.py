@@ -4,6 +4,7 @@
     python tests/golden/regenerate.py                      # every version, into tests/golden/
     python tests/golden/regenerate.py --versions 5.5.1 --out /tmp/golden
     python tests/golden/regenerate.py --config-only        # only the config files, into the existing stores
+    python tests/golden/regenerate.py --jobs 2 --out /tmp/golden   # two versions at a time (what the test runs)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -227,12 +229,16 @@ class VersionRun:
         shutil.copytree(self.store(src), target, symlinks=False)
         return target
 
+    def build(self) -> None:
+        print(f"== RocketMQ {self.version}: building the generator", file=sys.stderr)
+        self.classpath = build(self.version)
+
     def generate(self) -> list[str]:
         if self.root.exists():
             shutil.rmtree(self.root)
         self.scratch.mkdir(parents=True, exist_ok=True)
-        print(f"== RocketMQ {self.version}: building the generator", file=sys.stderr)
-        self.classpath = build(self.version)
+        if not self.classpath:
+            self.build()
 
         scenarios: dict[str, dict] = {}
 
@@ -349,8 +355,7 @@ class VersionRun:
         if not (self.root / CONFIG_SCENARIO / "manifest.json").exists():
             raise GoldenError(f"{self.root / CONFIG_SCENARIO} has no manifest: regenerate without --config-only first")
         self.scratch.mkdir(parents=True, exist_ok=True)
-        print(f"== RocketMQ {self.version}: building the generator", file=sys.stderr)
-        self.classpath = build(self.version)
+        self.build()
         self.write_config()
         shutil.rmtree(self.scratch, ignore_errors=True)
         return [CONFIG_SCENARIO]
@@ -462,15 +467,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: tests/golden)")
     parser.add_argument("--config-only", action="store_true",
                         help=f"only rewrite the config files of the existing {CONFIG_SCENARIO} stores under --out")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="versions generated at once (each is a series of JVM runs; the builds stay one at a "
+                             "time, as Maven's local repository is not safe for concurrent downloads)")
     args = parser.parse_args(argv)
     try:
         require_tools()
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="golden-") as scratch:
-            for version in args.versions:
-                run_version = VersionRun(version, args.out.resolve(), Path(scratch))
-                names = run_version.config_only() if args.config_only else run_version.generate()
-                print(f"== RocketMQ {version}: {', '.join(names)}", file=sys.stderr)
+            runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
+            if args.config_only:
+                for run_version in runs:
+                    names = run_version.config_only()
+                    print(f"== RocketMQ {run_version.version}: {', '.join(names)}", file=sys.stderr)
+                return 0
+            for run_version in runs:
+                run_version.build()
+            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+                # each version writes only under its own rocketmq-<version>/ and scratch directory
+                for run_version, names in zip(runs, pool.map(VersionRun.generate, runs)):
+                    print(f"== RocketMQ {run_version.version}: {', '.join(names)}", file=sys.stderr)
     except GoldenError as e:
         print(f"regenerate: {e}", file=sys.stderr)
         return 1
