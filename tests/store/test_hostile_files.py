@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from rocketstore_spark.codec import checkpoint, consumequeue, indexfile
+from rocketstore_spark.codec import consumequeue, indexfile
 from rocketstore_spark.codec.arrow import MAX_TIMESTAMP_MS
 from rocketstore_spark.store.files import read_checkpoint, read_consumer_offsets
 from rocketstore_spark.store.indexes import iter_entries, read_index_file
