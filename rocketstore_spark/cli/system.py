@@ -11,6 +11,14 @@ from rocketstore_spark.cli.output import emit_json, line, table
 from rocketstore_spark.report.text import utc_time
 
 messages_option = click.option("--messages", is_flag=True, help="also list every message, not only the summary")
+limit_option = click.option("--limit", type=int, default=100, show_default=True,
+                            help="list at most this many (text; --json lists all)")
+
+
+def _more(total: int, limit: int) -> None:
+    """Say how many of ``total`` rows a listing of ``limit`` left out."""
+    if total > limit:
+        line(f"({total - limit:,} more not listed: --limit, or --json)")
 
 
 def _rows(t) -> list[dict]:
@@ -32,11 +40,12 @@ def system():
 @system.command("delayed")
 @click.argument("stores", nargs=-1, required=True)
 @messages_option
+@limit_option
 @click.option("--message-delay-level", help="the broker's messageDelayLevel (default: broker.conf, else RocketMQ's)")
 @broker_conf_option
 @version_option
 @json_option
-def delayed_cmd(stores, messages, message_delay_level, broker_conf, rocketmq_version, as_json):
+def delayed_cmd(stores, messages, limit, message_delay_level, broker_conf, rocketmq_version, as_json):
     """Delayed messages not yet delivered, per delay level: SCHEDULE_TOPIC_XXXX against delayOffset.json, as
     the broker corrects it when it loads.
 
@@ -68,7 +77,9 @@ def delayed_cmd(stores, messages, message_delay_level, broker_conf, rocketmq_ver
                                        "uniq key", "keys"],
                   [(r["delay_level"], r["queue_offset"], r["physical_offset"], utc_time(r["deliver_time"]),
                     r["real_topic"], r["real_queue_id"], r["uniq_key"], " ".join(r["keys"] or []))
-                   for r in _rows(d.pending)], numeric={"level", "queue offset", "physical offset", "queue"})
+                   for r in _rows(d.pending.slice(0, limit))], numeric={"level", "queue offset", "physical offset",
+                                                                       "queue"})
+            _more(d.pending.num_rows, limit)
 
 
 @system.command("transactions")
@@ -77,8 +88,9 @@ def delayed_cmd(stores, messages, message_delay_level, broker_conf, rocketmq_ver
                                                                      "PENDING"], case_sensitive=False),
               help="list only transactions in this state (repeatable; default: PENDING and DISCARDED)")
 @click.option("--all", "show_all", is_flag=True, help="list every transaction")
+@limit_option
 @json_option
-def transactions_cmd(stores, states, show_all, as_json):
+def transactions_cmd(stores, states, show_all, limit, as_json):
     """Transactions from RMQ_SYS_TRANS_HALF_TOPIC and RMQ_SYS_TRANS_OP_HALF_TOPIC: committed, rolled back,
     discarded by the check, or still pending and for how long (to the newest record of the CommitLog).
 
@@ -86,46 +98,45 @@ def transactions_cmd(stores, states, show_all, as_json):
     Example:
       rocketstore system transactions tests/golden/rocketmq-5.5.1/clean/store --all
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     from rocketstore_spark.lookup.system_topics import transactions
     from rocketstore_spark.rocketmq.system_topics import STATES
-    wanted = set(STATES) if show_all else {s.upper() for s in states} or {"PENDING", "DISCARDED"}
+    wanted = list(STATES) if show_all else [s.upper() for s in states] or ["PENDING", "DISCARDED"]
     found = []
     for layout in layouts(stores):
         t, as_of = transactions(layout)
-        found.append((layout.name, as_of, _rows(t)))
+        counts = dict.fromkeys(STATES, 0) | {v["values"]: v["counts"] for v in pc.value_counts(t["state"]).to_pylist()}
+        found.append((layout.name, as_of, counts, t.filter(pc.is_in(t["state"], pa.array(wanted)))))
     if as_json:
-        emit_json({"stores": [{"store": name, "as_of": as_of, "counts": _counts(rows),
-                               "transactions": [r for r in rows if r["state"] in wanted]}
-                              for name, as_of, rows in found]})
+        emit_json({"stores": [{"store": name, "as_of": as_of, "counts": counts, "transactions": _rows(listed)}
+                              for name, as_of, counts, listed in found]})
         return
-    for name, as_of, rows in found:
-        counts = _counts(rows)
-        line(f"{name}: {len(rows):,} transaction(s): " + ", ".join(f"{counts[s]:,} {s.lower().replace('_', ' ')}"
-                                                                  for s in STATES)
+    for name, as_of, counts, listed in found:
+        line(f"{name}: {sum(counts.values()):,} transaction(s): " + ", ".join(
+            f"{counts[s]:,} {s.lower().replace('_', ' ')}" for s in STATES)
              + (f" (ages to {utc_time(as_of)}, the newest record)" if as_of is not None else ""))
-        listed = [r for r in rows if r["state"] in wanted]
-        if listed:
+        rows = _rows(listed.slice(0, limit))
+        if rows:
             table(None, ["state", "transaction id", "producer group", "real topic", "queue", "half offset", "copies",
                          "checks", "half stored", "pending (s)", "ended"],
                   [(r["state"], r["transaction_id"], r["producer_group"], r["real_topic"], r["real_queue_id"],
                     r["half_queue_offset"], r["copies"], r["check_times"], utc_time(r["half_store_timestamp"]),
                     None if r["pending_ms"] is None else r["pending_ms"] / 1000, utc_time(r["ended_timestamp"]))
-                   for r in listed],
+                   for r in rows],
                   numeric={"queue", "half offset", "copies", "checks", "pending (s)"},
-                  styles=["yellow" if r["state"] == "PENDING" else None for r in listed])
-
-
-def _counts(rows) -> dict:
-    from rocketstore_spark.rocketmq.system_topics import STATES
-    return {s: sum(r["state"] == s for r in rows) for s in STATES}
+                  styles=["yellow" if r["state"] == "PENDING" else None for r in rows])
+            _more(listed.num_rows, limit)
 
 
 @system.command("retries")
 @click.argument("stores", nargs=-1, required=True)
 @click.option("--group", help="only this consumer group")
 @messages_option
+@limit_option
 @json_option
-def retries_cmd(stores, group, messages, as_json):
+def retries_cmd(stores, group, messages, limit, as_json):
     """Retry and dead-letter topics per consumer group: their original topic, how many messages, how many the
     group has not consumed, the most reconsume times.
 
@@ -133,29 +144,34 @@ def retries_cmd(stores, group, messages, as_json):
     Example:
       rocketstore system retries tests/golden/rocketmq-5.5.1/consumer-offsets/store
     """
+    import pyarrow as pa
+
     from rocketstore_spark.lookup.system_topics import retries, retry_summary, retry_topics
-    from rocketstore_spark.rocketmq.system_topics import DLQ_PREFIX, RETRY_PREFIX
+    from rocketstore_spark.rocketmq.system_topics import DLQ_PREFIX, RETRIES_SCHEMA, RETRY_PREFIX
     out = []
     for layout in layouts(stores):
         topics = retry_topics(layout)
         if group is not None:
             topics = [t for t in topics if t in (RETRY_PREFIX + group, DLQ_PREFIX + group)]
         batches = list(retries(layout, topics))
-        out.append((layout.name, retry_summary(batches), [r for b in batches for r in _rows(b)] if messages else None))
+        listed = (pa.concat_tables(batches) if batches else RETRIES_SCHEMA.empty_table()) if messages else None
+        out.append((layout.name, retry_summary(batches), listed))
     if as_json:
         emit_json({"stores": [{"store": name, "groups": [{**s.__dict__, "topics": sorted(s.topics)} for s in summary],
-                               **({"messages": rows} if rows is not None else {})} for name, summary, rows in out]})
+                               **({"messages": _rows(listed)} if listed is not None else {})}
+                              for name, summary, listed in out]})
         return
-    for name, summary, rows in out:
+    for name, summary, listed in out:
         table(f"{name}: retry and dead-letter topics", ["group", "kind", "original topic", "messages", "unconsumed",
                                                         "max reconsume", "first stored", "last stored"],
               [(s.consumer_group, s.kind, s.original_topic, s.messages, s.unconsumed, s.max_reconsume_times,
                 utc_time(s.first_store_timestamp), utc_time(s.last_store_timestamp)) for s in summary],
               numeric={"messages", "unconsumed", "max reconsume"},
               styles=["yellow" if s.kind == "DLQ" else None for s in summary])
-        if rows is not None:
+        if listed is not None:
             table("messages", ["topic", "queue", "queue offset", "original topic", "reconsume", "origin msg id",
                                "keys", "stored", "consumed"],
                   [(r["topic"], r["queue_id"], r["queue_offset"], r["original_topic"], r["reconsume_times"],
                     r["origin_message_id"], " ".join(r["keys"] or []), utc_time(r["store_timestamp"]), r["consumed"])
-                   for r in rows], numeric={"queue", "queue offset", "reconsume"})
+                   for r in _rows(listed.slice(0, limit))], numeric={"queue", "queue offset", "reconsume"})
+            _more(listed.num_rows, limit)
