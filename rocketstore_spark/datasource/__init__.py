@@ -61,6 +61,8 @@ def sources() -> tuple:
     from rocketstore_spark.datasource.consumer_offsets import ConsumerOffsetsDataSource
     from rocketstore_spark.datasource.index import IndexDataSource, IndexHeaderDataSource
     from rocketstore_spark.datasource.segments import SegmentsDataSource
+    from rocketstore_spark.datasource.system_topics import (DelayedPendingDataSource, RetriesDataSource,
+                                                            TransactionsDataSource)
     return (RocketMQDataSource, SegmentsDataSource, ConsumeQueueDataSource, IndexDataSource, IndexHeaderDataSource,
             CheckpointDataSource, ConsumerOffsetsDataSource, TopicsDataSource, SubscriptionGroupsDataSource,
-            DelayOffsetsDataSource)
+            DelayOffsetsDataSource, DelayedPendingDataSource, TransactionsDataSource, RetriesDataSource)

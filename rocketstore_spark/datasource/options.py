@@ -87,6 +87,29 @@ class CommitLogOptions(Options):
 
 
 @dataclass(frozen=True, init=False)
+class SystemTopicsOptions(Options):
+    """``rocketmq_delayed_pending``, ``rocketmq_transactions``, ``rocketmq_retries``: messageDelayLevel and
+    rocketmqVersion (the broker's delay table and release; default: detected from the store, else RocketMQ's
+    defaults — ``rocketmq.settings.resolve``)."""
+    message_delay_level: str | None
+    rocketmq_version: str | None
+
+    SOURCE = "rocketmq_delayed_pending"
+    KNOWN = ("path", "paths", "messageDelayLevel", "rocketmqVersion")
+
+    def _parse(self, opts):
+        self._set("message_delay_level", opts.get("messagedelaylevel") or None)
+        self._set("rocketmq_version", opts.get("rocketmqversion") or None)
+        if self.message_delay_level:
+            parse_delay_levels(self.message_delay_level)      # fail on the driver, not in an executor
+
+    @property
+    def settings(self) -> dict:
+        """The given settings, as ``rocketmq.settings.resolve`` takes them."""
+        return {"messageDelayLevel": self.message_delay_level, "rocketmqVersion": self.rocketmq_version}
+
+
+@dataclass(frozen=True, init=False)
 class SegmentsOptions(Options):
     """``rocketmq_segments``: checkCrc, checkPropertiesCrc (the 5.x ``__CRC32#`` property; default false),
     checkTimes (store times going back or implausible; default false), maxRecordSize."""

@@ -10,6 +10,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Int
                                StructField, StructType, TimestampType)
 
 from rocketstore_spark.codec import record_schema
+from rocketstore_spark.rocketmq import system_topics
 
 _SCALARS = {"STRING": StringType(), "INT": IntegerType(), "BIGINT": LongType(), "BOOLEAN": BooleanType(),
             "BINARY": BinaryType(), "TIMESTAMP": TimestampType()}
@@ -71,6 +72,18 @@ SUBSCRIPTION_GROUPS_SCHEMA = ", ".join([
 ])
 
 DELAY_OFFSETS_SCHEMA = "store STRING, delay_level INT, offset BIGINT, source_file STRING"
+
+
+def _with_store(arrow_schema) -> StructType:
+    """A Spark schema of ``store`` and the columns of one of ``rocketmq.system_topics``' Arrow schemas."""
+    import pyarrow as pa
+    return from_arrow_schema(pa.schema([pa.field("store", pa.string()), *arrow_schema]))
+
+
+# the system topics' state (rocketmq.system_topics): the columns its rules produce, and the store
+DELAYED_PENDING_SCHEMA = _with_store(system_topics.PENDING_DELAYED_SCHEMA)
+TRANSACTIONS_SCHEMA = _with_store(system_topics.TRANSACTIONS_SCHEMA)
+RETRIES_SCHEMA = _with_store(system_topics.RETRIES_SCHEMA)
 
 
 def _split_top(text: str, sep: str) -> list[str]:

@@ -86,20 +86,21 @@ class Slice:
         return out
 
 
-def export_schema() -> pa.Schema:
-    return pa.schema([pa.field("store", pa.string()), *arrow_schema(EXPORT_COLUMNS)])
+def export_schema(columns=EXPORT_COLUMNS) -> pa.Schema:
+    return pa.schema([pa.field("store", pa.string()), *arrow_schema(columns)])
 
 
 def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEFAULT_DELAY_LEVELS,
-               plans: list[Plan] | None = None):
-    """The slice's records as tables of ``export_schema()``, store by store in CommitLog order. A slice of a
-    topic reads each store through the topic's ConsumeQueues where they account for every record
-    (``lookup.queue_slice``: the same rows as a scan), else scans; ``plans`` (when given) receives each
-    store's ``Plan`` — how it was read and why — before its records."""
-    decoder = RecordDecoder(EXPORT_COLUMNS, message_delay_level=delay_levels)
-    schema = export_schema()
+               plans: list[Plan] | None = None, columns=EXPORT_COLUMNS, covers: dict | None = None):
+    """The slice's records as tables of ``export_schema(columns)`` (``columns``: those the slice's conditions
+    read among them), store by store in CommitLog order. A slice of a topic reads each store through the
+    topic's ConsumeQueues where they account for every record (``lookup.queue_slice``: the same rows as a
+    scan), else scans; ``plans`` (when given) receives each store's ``Plan`` — how it was read and why —
+    before its records; ``covers``: store name -> its ``rocketmq.coverage`` when the caller has it already."""
+    decoder = RecordDecoder(columns, message_delay_level=delay_levels)
+    schema = export_schema(columns)
     for layout in layouts:
-        how = plan(layout, where.topic, where.queue_id)
+        how = plan(layout, where.topic, where.queue_id, (covers or {}).get(layout.name))
         if plans is not None:
             plans.append(how)
         for batch in _store_batches(layout, where, decoder, how):
@@ -109,7 +110,7 @@ def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEF
                 t = t.filter(keep)
             if t.num_rows:
                 store = pa.repeat(pa.scalar(layout.name, pa.string()), t.num_rows)
-                yield pa.Table.from_arrays([store, *(t[c] for c in EXPORT_COLUMNS)], schema=schema)
+                yield pa.Table.from_arrays([store, *(t[c] for c in columns)], schema=schema)
 
 
 def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, how: Plan):

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
-from rocketstore_spark.rocketmq.coverage import LMQ_PREFIX, QUEUE_CHUNK, claims, coverage
+from rocketstore_spark.rocketmq.coverage import LMQ_PREFIX, QUEUE_CHUNK, Coverage, claims, coverage
 from rocketstore_spark.store.discovery import Segment, StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.queues import read_queue
@@ -71,8 +71,10 @@ class Plan:
         return text
 
 
-def plan(layout: StoreLayout, topic: str | None, queue_id: int | None) -> Plan:
-    """Whether and where ``layout``'s records of ``topic`` (and ``queue_id``) can be read through its queues."""
+def plan(layout: StoreLayout, topic: str | None, queue_id: int | None, cover: Coverage | None = None) -> Plan:
+    """Whether and where ``layout``'s records of ``topic`` (and ``queue_id``) can be read through its queues.
+    ``cover``: the store's ``coverage`` asked about ``topic`` among others, when several topics are read (one
+    pass over the queue files for all); by default it is computed here."""
     if topic is None:
         return Plan(layout.name, "the slice names no topic")
     cq = layout.files.consumequeue_dir
@@ -82,9 +84,10 @@ def plan(layout: StoreLayout, topic: str | None, queue_id: int | None) -> Plan:
         return Plan(layout.name, "its ConsumeQueues are kept by an engine this tool does not read")
     if topic.startswith(LMQ_PREFIX):
         return Plan(layout.name, "a light message queue's entries name other topics' records")
-    cover = coverage(layout, topic)
-    if cover.backwards:
-        return Plan(layout.name, f"the entries of queue {', '.join(cover.backwards)} do not ascend in physical offset")
+    cover = cover if cover is not None else coverage(layout, topic)
+    backwards = [q for q in cover.backwards if q.rpartition("/")[0] == topic]
+    if backwards:
+        return Plan(layout.name, f"the entries of queue {', '.join(backwards)} do not ascend in physical offset")
     if not np.any(cover.covered >= 0):
         return Plan(layout.name, "no segment has a ConsumeQueue entry for every record (transactional half "
                                  "messages, dispatch lag, or queue files or entries lost or overwritten)")

@@ -66,16 +66,18 @@ def _tally(offsets, sizes, bases, file_sizes, starts, ends, counts, last_end):
 class Coverage:
     """What a store's ConsumeQueues account for. ``covered[k]``: the file position of segment k up to which
     every record has a ConsumeQueue entry (the end of the last claimed record), -1 where the claims do not
-    tile the segment from its first byte (or there are none). ``backwards``: the queue directories of the
-    topic asked about whose entries do not ascend in physical offset (a reader merging queues by offset
-    cannot stream them)."""
+    tile the segment from its first byte (or there are none). ``backwards``: the queue directories
+    (``topic/queue``) of the topics asked about whose entries do not ascend in physical offset (a reader
+    merging queues by offset cannot stream them)."""
     covered: np.ndarray
     backwards: tuple[str, ...]
 
 
-def coverage(layout: StoreLayout, topic: str | None = None) -> Coverage:
+def coverage(layout: StoreLayout, topic: str | frozenset | None = None) -> Coverage:
     """The ConsumeQueue coverage of ``layout``'s segments (one read of every queue file, a chunk at a time);
-    the queues of ``topic`` are also checked for ascending offsets."""
+    the queues of ``topic`` (a name, or a set of names: one read serves several topics' reads) are also
+    checked for ascending offsets."""
+    asked = {topic} if isinstance(topic, str) else set(topic or ())
     segments = layout.segments
     bases = np.array([s.base_offset for s in segments], dtype=np.int64)
     file_sizes = np.array([s.size for s in segments], dtype=np.int64)
@@ -91,7 +93,7 @@ def coverage(layout: StoreLayout, topic: str | None = None) -> Coverage:
         for chunk in read_queue(str(queue_dir), QUEUE_CHUNK):
             offsets, sizes = claims(chunk.entries, chunk.fillers)
             _tally(offsets, sizes, bases, file_sizes, starts, ends, counts, last_end)
-            if name == topic and len(offsets) and (offsets[0] <= previous or np.any(np.diff(offsets) <= 0)):
+            if name in asked and len(offsets) and (offsets[0] <= previous or np.any(np.diff(offsets) <= 0)):
                 backwards.append(f"{name}/{queue_id}")
             previous = offsets[-1] if len(offsets) else previous
     mixed_bases = np.array([_mix(b) for b in bases], dtype=np.uint64)
