@@ -27,11 +27,11 @@ Steps, each recorded in the journal before it starts:
             (the broker appends to it); ``consumequeue/`` and ``index/`` rebuilt from the staged CommitLog
             (``rebuild.output.write_rebuild``, the plan's settings: byte for byte what RocketMQ writes); the
             queues the plan keeps (``keep_queues``) get their own ConsumeQueue files back as the restart
-            leaves them (entries from their max offset on zeroed); with a
-            ``reset_offsets`` action, ``config/consumerOffset.json`` rewritten with the new offsets, the file
-            before kept as ``consumerOffset.json.bak`` (MixAll.string2File, which ConfigManager.persist uses:
-            the previous content to .bak, the new one in place); a ``checkpoint`` whose times are the last kept
-            record's; every file and directory fsynced;
+            leaves them (entries from their max offset on zeroed); with a ``reset_offsets`` action,
+            ``config/consumerOffset.json`` rewritten with the new offsets, the file before kept as
+            ``consumerOffset.json.bak`` (ConfigManager.persist: 5.5.1 moves the file to .bak and writes the
+            new one, 4.9.8's MixAll.string2File copies the previous content to .bak); a ``checkpoint`` whose
+            times are the last kept record's; every file and directory fsynced;
 3. gate     the recovery report of the staged store must say RocketMQ starts it normally, ends its log at the
             plan's ``process_offset``, and cuts, deletes and loses nothing; every queue the plan lists
             (``Plan.queues``: those the restart keeps as RocketMQ's files say) has the min and max offset the
@@ -305,7 +305,7 @@ def _keep_queues(plan: Plan, store: Path, staging: Path) -> int:
 def _reset_offsets(plan: Plan, store: Path, staging: Path) -> int:
     """The plan's ``reset_offsets``: the consumer offsets file the broker would load, with the offsets past
     their queue's end set to it, written in place of the staged ``consumerOffset.json``, whose content before
-    goes to ``consumerOffset.json.bak`` (MixAll.string2File); how many offsets."""
+    goes to ``consumerOffset.json.bak`` (ConfigManager.persist); how many offsets."""
     reset = plan.action("reset_offsets")
     if reset is None:
         return 0

@@ -159,6 +159,11 @@ def _repaired_queues(layout: StoreLayout, settings: BrokerSettings, doc: dict, e
         if got == (lo, hi) or not safe_component(key[0]):
             continue                    # (a topic no directory can hold: the rebuild says so, rebuild.unsafe_topic)
         queue_dir, paths = own_files(key)
+        if key not in rebuilt and (queue_dir is None or not queue_dir.is_dir()):
+            # a directory whose name is no UTF-8 (the report names it as displayed): nothing can write it under
+            # that name, and RocketMQ reads it under another one; the repaired copy has no such queue
+            del kept[key]
+            continue
         files = [os.path.basename(p) for p, _ in paths]
         # RocketMQ loads no ConsumeQueue file of another size (MappedFileQueue.load): such a queue is not kept
         whole = all(os.path.getsize(queue_dir / f) == settings.consume_queue_file_size for f in files)
