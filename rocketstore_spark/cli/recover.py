@@ -46,28 +46,38 @@ def recover_report(store, broker_conf, rocketmq_version, release_family, as_json
 @click.argument("store")
 @click.option("--output", required=True, type=click.Path(file_okay=False),
               help="directory for plan.json and lost-messages.parquet (outside the store)")
+@click.option("--reset-offsets-past-end", is_flag=True,
+              help="also rewrite the committed consumer offsets past their queue's end in the repaired store to "
+                   "that end (config/consumerOffset.json; the file before kept as .bak)")
 @settings_options
 @family_option
 @json_option
-def recover_plan(store, output, broker_conf, rocketmq_version, release_family, as_json):
+def recover_plan(store, output, reset_offsets_past_end, broker_conf, rocketmq_version, release_family, as_json):
     """Export every message a restart would lose (Parquet, every column) and write the repair plan — the
-    store is not changed. Exit 3 when the plan has anything to cut or lose.
+    store is not changed. Exit 3 when the plan has anything to cut or lose; exit 2 when a repair would renumber
+    a queue (the plan says which).
 
     \b
     Example:
       rocketstore recover plan tests/golden/rocketmq-4.9.8/corrupt-body/store --output /tmp/plan
+      rocketstore recover plan tests/golden/rocketmq-5.5.1/consumer-offsets/store --output /tmp/plan2 \\
+          --reset-offsets-past-end
     """
     from rocketstore_spark.recovery.plan import make_plan
     from rocketstore_spark.recovery.report import harmful
     plan = make_plan(store, output, options=given_settings(rocketmq_version), broker_conf=broker_conf,
-                     release_family=release_family)
+                     release_family=release_family, reset_offsets_past_end=reset_offsets_past_end)
     if as_json:
         emit_json({k: v for k, v in plan.items() if k != "report"})
     else:
         line(f"Plan for {plan['store']} (RocketMQ {plan['rocketmq_version']}) written to {output}/plan.json")
         for k, a in enumerate(plan["actions"], 1):
-            detail = ", ".join(f"{key} {val}" for key, val in a.items() if key != "action")
+            detail = ", ".join(f"{key} {val}" for key, val in a.items() if key not in ("action", "offsets"))
             line(f"  {k}. {a['action']}: {detail}")
+            for o in a.get("offsets", ()):
+                line(f"       {o['consumer_group']} {o['topic']}/{o['queue_id']}: {o['before']} -> {o['after']}")
+        for text in plan["alternatives"]:
+            line(f"  Alternatively: {text}")
         line("Nothing was changed in the store.")
     sys.exit(PROBLEMS if harmful(plan["report"]) else 0)
 
@@ -134,7 +144,11 @@ def recover_apply(plan_dir, output, in_place, backup, follow_plan_settings, as_j
         f"CommitLog ends at {receipt['process_offset']}"
     line(f"  {end}; {staged['cut']} segment cut, {staged['copied']} "
          f"files copied, {staged['linked']} linked; {staged['consumequeues']} ConsumeQueues and "
-         f"{staged['index_files']} IndexFiles rebuilt")
+         f"{staged['index_files']} IndexFiles rebuilt"
+         + (f", {staged['kept_queues']} queues kept as RocketMQ's own files (rebuilt, they would be renumbered)"
+            if staged.get("kept_queues") else "")
+         + (f"; {staged['offsets_reset']} consumer offsets reset to their queue's end (the file before kept as "
+            f".bak)" if staged.get("offsets_reset") else ""))
     start = receipt["recovery_after"]["start_file"]
     line(f"  RocketMQ would start it normally{f' from {start}' if start else ''} and cut nothing more; "
          f"{receipt['lost_messages']} messages the cut dropped are in {plan_dir}/lost-messages.parquet")

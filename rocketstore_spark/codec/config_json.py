@@ -128,6 +128,24 @@ def consumer_offsets(text: str) -> list[tuple[str, str, int, int]]:
     return rows
 
 
+# a quoted integer key three tabs deep: a key of one of the per-queue maps of a pretty-printed table
+_QUOTED_QUEUE_KEY = re.compile(r'^(\t\t\t)"(-?\d+)":', re.MULTILINE)
+
+
+def with_consumer_offsets(text: str, offsets: dict[tuple[str, str, int], int]) -> str:
+    """A consumerOffset.json text with the offsets of some queues replaced — ``offsets``: (topic, group, queue
+    id) -> the new offset, each a queue the file holds (KeyError otherwise) — and everything else kept (the
+    other tables, dataVersion), written as fastjson's pretty format writes it (tabs, unquoted integer map
+    keys), as the broker's ConsumerOffsetManager.persist would."""
+    doc = _document(text)
+    table = _table(doc, "offsetTable")
+    for (topic, group, queue_id), offset in offsets.items():
+        per_queue = _object(table[f"{topic}@{group}"], f"offsetTable[{topic}@{group}]")
+        key = next(k for k in per_queue if int(k) == queue_id)
+        per_queue[key] = int(offset)
+    return _QUOTED_QUEUE_KEY.sub(r"\1\2:", json.dumps(doc, indent="\t", separators=(",", ":"), ensure_ascii=False))
+
+
 def perm_string(perm: int) -> str:
     """PermName.perm2String: R (read, 4), W (write, 2), X (inherit, 1), '-' where unset (priority, 8, not shown)."""
     return "".join(c if perm & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))

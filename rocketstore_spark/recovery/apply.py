@@ -25,10 +25,18 @@ Steps, each recorded in the journal before it starts:
             ``checkpoint``, ``abort`` and the segments the plan deletes; the cut segment copied up to the cut
             and zero-filled after it (as RocketMQ's own zero fill ends a log); the last segment always copied
             (the broker appends to it); ``consumequeue/`` and ``index/`` rebuilt from the staged CommitLog
-            (``rebuild.output.write_rebuild``, the plan's settings: byte for byte what RocketMQ writes); a
-            ``checkpoint`` whose times are the last kept record's; every file and directory fsynced;
+            (``rebuild.output.write_rebuild``, the plan's settings: byte for byte what RocketMQ writes); the
+            queues the plan keeps (``keep_queues``) get their own ConsumeQueue files back as the restart
+            leaves them (entries from their max offset on zeroed); with a ``reset_offsets`` action,
+            ``config/consumerOffset.json`` rewritten with the new offsets, the file before kept as
+            ``consumerOffset.json.bak`` (ConfigManager.persist: 5.5.1 moves the file to .bak and writes the
+            new one, 4.9.8's MixAll.string2File copies the previous content to .bak); a ``checkpoint`` whose
+            times are the last kept record's; every file and directory fsynced;
 3. gate     the recovery report of the staged store must say RocketMQ starts it normally, ends its log at the
-            plan's ``process_offset``, and cuts, deletes and loses nothing — otherwise nothing is published;
+            plan's ``process_offset``, and cuts, deletes and loses nothing; every queue the plan lists
+            (``Plan.queues``: those the restart keeps as RocketMQ's files say) has the min and max offset the
+            plan predicted — no queue renumbered; no reset consumer offset past its queue's end — otherwise
+            nothing is published;
 4. publish  a copy: staging renamed to OUTPUT. In place: staging and store exchanged, then the old store (now
             at the staging name) renamed to the backup name. Where the filesystem cannot exchange, two renames
             (store -> backup, staging -> store) with the journal saying which is done.
@@ -50,6 +58,8 @@ import time
 from pathlib import Path
 
 from rocketstore_spark.codec import checkpoint as checkpoint_codec
+from rocketstore_spark.codec import config_json
+from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.broker_conf import STORE_SETTINGS
 from rocketstore_spark.documents import DocumentError
@@ -59,10 +69,11 @@ from rocketstore_spark.recovery.plan import NOT_COPIED, inventory, sha256
 from rocketstore_spark.recovery.report import harmful, recovery_report
 from rocketstore_spark.rocketmq.settings import BrokerSettings, file_digest
 from rocketstore_spark.store.discovery import StoreLayout, discover
-from rocketstore_spark.store.durable import fsync_dir, fsync_tree, rename, write_json
+from rocketstore_spark.store.durable import (fsync_dir, fsync_tree, publish, rename, temporary, write_json,
+                                             write_text)
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.files import read_checkpoint
-from rocketstore_spark.store.layout import StoreMap, repair_backup, repair_kept, repair_staging
+from rocketstore_spark.store.layout import StoreMap, parse_offset_name, repair_backup, repair_kept, repair_staging
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.scan import scan_segment
 
@@ -264,7 +275,9 @@ def stage(plan: Plan, staging: Path, settings: BrokerSettings, link: bool) -> di
     staged = discover(str(staging))[0]
     queues, index_files, _, findings = write_rebuild(staged, staging, settings)
     counts |= {"consumequeues": len(queues), "index_files": len(index_files),
-               "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"]}
+               "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"],
+               "kept_queues": _keep_queues(plan, store, staging),
+               "offsets_reset": _reset_offsets(plan, store, staging)}
     last_ms = _last_store_time(staged)
     original = read_checkpoint(layout.files).checkpoint
     index_ms = _newest_index_end(staged.files, index_files)
@@ -272,6 +285,39 @@ def stage(plan: Plan, staging: Path, settings: BrokerSettings, link: bool) -> di
                                                      report))
     fsync_tree(staging)
     return counts
+
+
+def _keep_queues(plan: Plan, store: Path, staging: Path) -> int:
+    """The plan's ``keep_queues``: each queue's own ConsumeQueue files in place of what the rebuild wrote for
+    it, as the restart leaves them — the files it keeps, entries from the queue's max offset on zeroed (each
+    file keeps its size); how many queues."""
+    keep = plan.action("keep_queues")
+    for q in keep["queues"] if keep else ():
+        shutil.rmtree(staging / q["queue"], ignore_errors=True)
+        (staging / q["queue"]).mkdir(parents=True)
+        for name in q["files"]:
+            src = store / q["queue"] / name
+            _copy_cut(str(src), staging / q["queue"] / name,
+                      max(0, q["max_offset"] * ENTRY_SIZE - parse_offset_name(name)))
+    return len(keep["queues"]) if keep else 0
+
+
+def _reset_offsets(plan: Plan, store: Path, staging: Path) -> int:
+    """The plan's ``reset_offsets``: the consumer offsets file the broker would load, with the offsets past
+    their queue's end set to it, written in place of the staged ``consumerOffset.json``, whose content before
+    goes to ``consumerOffset.json.bak`` (ConfigManager.persist); how many offsets."""
+    reset = plan.action("reset_offsets")
+    if reset is None:
+        return 0
+    text = (store / reset["read_from"]).read_bytes().decode("utf-8", "replace")
+    offsets = {(o["topic"], o["consumer_group"], o["queue_id"]): o["after"] for o in reset["offsets"]}
+    main, bak = staging / reset["file"], staging / reset["backup"]
+    if main.is_file():
+        tmp = temporary(bak)
+        shutil.copyfile(main, tmp)
+        publish(tmp, bak)
+    write_text(main, config_json.with_consumer_offsets(text, offsets))
+    return len(offsets)
 
 
 def _link(src: str, dst: Path) -> bool:
@@ -331,6 +377,16 @@ def gate(plan: Plan, staging: Path, settings: BrokerSettings) -> dict:
         problems.append(f"it would still cut or lose data (lost {doc['lost']['messages']} messages, "
                         f"{doc['commitlog_bytes_cut']} CommitLog bytes cut, IndexFiles deleted "
                         f"{doc['index_files_deleted']})")
+    got = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in doc["consumequeues"]}
+    moved = [f"{q['topic']}/{q['queue_id']} {q['min_offset']}..{q['max_offset']} -> "
+             f"{'..'.join(map(str, got.get((q['topic'], q['queue_id']), (0, 0))))}"
+             for q in plan.queues
+             if got.get((q["topic"], q["queue_id"]), (0, 0)) != (q["min_offset"], q["max_offset"])]
+    if moved:
+        problems.append(f"it would renumber {len(moved)} queue(s) ({'; '.join(moved[:3])}"
+                        f"{' ...' if len(moved) > 3 else ''})")
+    if plan.action("reset_offsets") and doc["consumer_offsets_past_end"]:
+        problems.append(f"{len(doc['consumer_offsets_past_end'])} consumer offsets still past their queue's end")
     if problems:
         raise ApplyFailed(f"the repaired store was not published: RocketMQ would not start it cleanly: "
                           f"{'; '.join(problems)}")

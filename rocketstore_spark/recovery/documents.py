@@ -9,7 +9,7 @@ A plan directory holds
 
 ``apply_plan`` and ``rollback`` return a ``Receipt`` (the journal when they finished, with the time taken).
 
-Plan (version 3) fields:
+Plan (version 4) fields:
 
     plan_id, store, made_at, rocketmq_version, process_offset
     settings        options       the broker settings given, as given
@@ -21,7 +21,10 @@ Plan (version 3) fields:
     export          the export file, its message count and sha256
     inventory       every file of the store: relative path -> [size, mtime_ns]
     checksums       the sha256 of every store file the actions change
-    actions         in order: export, cut, delete, rebuild, write_checkpoint, remove (``recovery.plan``)
+    actions         in order: export, cut, delete, rebuild, keep_queues, reset_offsets, write_checkpoint, remove
+                    (``recovery.plan``)
+    queues          the queues the restart keeps as RocketMQ's own files say, with the min and max offset the
+                    repaired store must give each (``recovery.plan.kept_queues``): apply's gate compares them
     alternatives    other ways out, in words
     report          the recovery report the plan was made from (``recovery.report``)
     plan_version    the same number as document_version (kept for readers of version 2)
@@ -49,7 +52,7 @@ JOURNAL = "apply.json"
 class Plan(Document):
     """A repair plan (module docstring)."""
     DOCUMENT_TYPE = "rocketstore-spark/repair-plan"
-    DOCUMENT_VERSION = 3
+    DOCUMENT_VERSION = 4
 
     plan_id: str
     store: str
@@ -62,6 +65,7 @@ class Plan(Document):
     checksums: dict
     actions: list
     alternatives: list
+    queues: list
     report: dict
 
     def to_json(self) -> dict:

@@ -6,9 +6,23 @@ writes only into an output directory outside it).
 for each valid, CRC-correct record at or after the recovery report's ``process_offset``: enough to publish
 them again) and ``OUTPUT/plan.json``, a ``recovery.documents.Plan`` (its fields are described there). Its
 actions, in order: export, cut the CommitLog where RocketMQ would, delete the later segments, rebuild
-ConsumeQueues and IndexFiles from the cut log (``rebuild.output``), write a checkpoint that matches it, remove
-``abort``. The plan carries the settings as resolved (every value, where it came from, the release and its
-family, the broker.conf's sha256): ``apply`` follows them and re-reads nothing; it refuses a changed export.
+ConsumeQueues and IndexFiles from the cut log (``rebuild.output``), keep the store's own ConsumeQueue files of
+the queues the rebuild would renumber (``keep_queues``: ``_repaired_queues``), with ``reset_offsets_past_end``
+rewrite the committed consumer offsets past their queue's new end to that end (``config/consumerOffset.json``,
+the old file kept as ``.bak`` as the broker's ConfigManager.persist keeps it), write a checkpoint that matches
+it, remove ``abort``.
+
+A repair must not renumber a queue: every queue the restart keeps as RocketMQ's own files say (no entry
+dispatched at another offset than its QUEUEOFFSET, no message left unreachable) keeps its min and max offset
+(``kept_queues``). The plan places the kept log from scratch as the rebuild will (``rebuilt_queue_bounds``);
+a queue that would come out with other offsets keeps RocketMQ's own files (a queue whose messages all
+expired with their segments: no record of the log is its; records whose QUEUEOFFSET the files do not hold:
+a header the body CRC does not cover), as the restart keeps them, or, when the restart also dispatches into
+it, the plan refuses (``RepairRefused``, exit 2) rather than promise what the apply's gate would refuse. The
+plan records every kept queue's offsets (``queues``) and the gate checks them.
+
+The plan carries the settings as resolved (every value, where it came from, the release and its family, the
+broker.conf's sha256): ``apply`` follows them and re-reads nothing; it refuses a changed export.
 
 ``recovery.apply`` carries it out (into a copy, or in place on request) and refuses a store whose inventory or
 checksums changed since. Nothing here changes the store.
@@ -23,20 +37,26 @@ from pathlib import Path
 import numpy as np
 
 from rocketstore_spark.codec.commitlog import MAX_SEGMENT_SIZE
+from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.lookup.export import Slice, export
 from rocketstore_spark.recovery.documents import EXPORT, Plan, plan_path
 from rocketstore_spark.recovery.report import recovery_report
-from rocketstore_spark.rocketmq.settings import resolve
-from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.rocketmq.recovery import Simulation, first_entry_at_or_above
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.durable import write_json
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.store.files import uncopyable_entries
-from rocketstore_spark.store.layout import ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX
+from rocketstore_spark.store.files import read_consumer_offsets, uncopyable_entries
+from rocketstore_spark.store.layout import ABORT, CHECKPOINT, CONSUMEQUEUE, INDEX, StoreMap, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 
 
 # the store's entries that are rebuilt, rewritten or removed by the apply, not copied
 NOT_COPIED = (CONSUMEQUEUE, INDEX, CHECKPOINT, ABORT)
+
+class RepairRefused(ValueError):
+    """A repair the plan cannot promise (it would renumber a queue): nothing was planned (exit 2)."""
+
 
 def sha256(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
@@ -69,10 +89,121 @@ def dirty_after(path: Path, position: int) -> bool:
     return any(data[at:min(at + step, size)].any() for at in range(position, size, step))
 
 
+Bounds = dict[tuple[str, int], tuple[int, int]]          # (topic, queue id) -> (min offset, max offset)
+
+
+def rebuilt_queue_bounds(layout: StoreLayout, settings: BrokerSettings, end: int | None) -> Bounds:
+    """The (min, max) offset of every queue the repair's rebuild writes from the records below ``end`` (the
+    repaired log's end; None: none), as RocketMQ will load them: every entry placed from the log's start as the
+    rebuild places them (``Simulation.place`` from no state: ``rocketmq.consumequeue.place_many``), nothing
+    written (driver). The min is the first entry's offset — the first filler's where the log starts at 0
+    (RocketMQ's correctMinOffset takes a filler, physical offset 0, for an entry then). A topic no directory
+    can hold is not rebuilt (rebuild.unsafe_topic)."""
+    if end is None or not layout.segments:
+        return {}
+    log_min = layout.segments[0].base_offset
+    states = Simulation(layout, settings).place([], log_min, end, {})
+    return {key: (st.file_start // ENTRY_SIZE if log_min <= 0 else st.first, st.max_offset)
+            for key, st in states.items() if st.end >= 0 and safe_component(key[0])}
+
+
+def kept_queues(doc: dict) -> Bounds:
+    """The queues a recovery report says the restart keeps as RocketMQ's own files say — none of its entries
+    dispatched at another offset than their QUEUEOFFSET, no message of it left unreachable (those the restart
+    itself renumbers or loses; the repair places them at their QUEUEOFFSETs) — with their (min, max) offset
+    after it; where a clean start after it cuts the log further (``later_starts``), the max ends at that
+    start's first lost queue offset (``_repaired_queues`` also ends it at the first entry of the queue's files
+    pointing at or past that cut: a record whose body fails its CRC is not counted lost)."""
+    unreachable = {(q["topic"], q["queue_id"]) for q in doc["unreachable"]["queues"]}
+    out = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in doc["consumequeues"]
+           if not q["entries_moved"] and (q["topic"], q["queue_id"]) not in unreachable}
+    for later in doc["later_starts"]:
+        for q in later["lost"]["queues"]:
+            key = (q["topic"], q["queue_id"])
+            if key in out and q["first_queue_offset"] is not None:
+                hi = min(out[key][1], q["first_queue_offset"])
+                out[key] = (min(out[key][0], hi), hi)
+    return out
+
+
+def _repaired_queues(layout: StoreLayout, settings: BrokerSettings, doc: dict, end: int | None
+                     ) -> tuple[Bounds, Bounds, list[dict]]:
+    """(the queues the restart keeps as RocketMQ's files say, with their offsets; every queue of the repaired
+    store with its offsets; the queues whose own files the repair keeps): ``RepairRefused`` naming the queues
+    the repair would renumber.
+
+    A kept queue the rebuild would give other offsets keeps RocketMQ's own files, as the restart leaves them
+    (the files it does not delete, entries from its max offset on zeroed), when the restart dispatches nothing
+    into it: every entry expired with its segment (no record of the log is the queue's), or records of the log
+    carry QUEUEOFFSETs the files do not hold (a damaged header the body CRC does not cover) — RocketMQ keeps
+    its entries there and serves by them. A queue the restart also dispatches into cannot be kept so."""
+    kept = kept_queues(doc)
+    rebuilt = rebuilt_queue_bounds(layout, settings, end)
+    dispatched = {(q["topic"], q["queue_id"]): q["entries_dispatched"] for q in doc["consumequeues"]}
+    deleted = {f for q in doc["consumequeues"] for f in q["files_deleted"]}
+
+    def own_files(key) -> tuple[Path | None, list[tuple[str, int]]]:
+        queue_dir = layout.files.queue_dir(*key) if layout.files.root is not None else None
+        if queue_dir is None or not safe_component(key[0]) or not queue_dir.is_dir():
+            return queue_dir, []
+        return queue_dir, [(p, o) for p, o in StoreMap.queue_files(queue_dir) if layout.files.relative(p) not in deleted]
+
+    if doc["later_starts"] and end is not None:
+        for key, (lo, hi) in kept.items():
+            cut = first_entry_at_or_above(own_files(key)[1], hi, end)
+            if cut is not None and cut < hi:
+                kept[key] = (min(lo, cut), cut)
+    repaired, own, renumbered = dict(rebuilt), [], []
+    for key, (lo, hi) in sorted(kept.items()):
+        got = rebuilt.get(key, (0, 0))
+        if got == (lo, hi) or not safe_component(key[0]):
+            continue                    # (a topic no directory can hold: the rebuild says so, rebuild.unsafe_topic)
+        queue_dir, paths = own_files(key)
+        if key not in rebuilt and (queue_dir is None or not queue_dir.is_dir()):
+            # a directory whose name is no UTF-8 (the report names it as displayed): nothing can write it under
+            # that name, and RocketMQ reads it under another one; the repaired copy has no such queue
+            del kept[key]
+            continue
+        files = [os.path.basename(p) for p, _ in paths]
+        # RocketMQ loads no ConsumeQueue file of another size (MappedFileQueue.load): such a queue is not kept
+        whole = all(os.path.getsize(queue_dir / f) == settings.consume_queue_file_size for f in files)
+        if files and whole and not dispatched.get(key):
+            own.append({"queue": layout.files.relative(queue_dir), "files": files, "max_offset": hi,
+                        "rebuilt": None if key not in rebuilt else list(got)})
+            repaired[key] = (lo, hi)
+        else:
+            renumbered.append(f"{key[0]}/{key[1]}: {lo}..{hi} after a restart, {got[0]}..{got[1]} rebuilt")
+    if renumbered:
+        more = f" (and {len(renumbered) - 3} more)" if len(renumbered) > 3 else ""
+        raise RepairRefused(
+            f"{layout.files.base}: a repair would renumber {len(renumbered)} queue(s) ({'; '.join(renumbered[:3])}"
+            f"{more}): records of the log carry QUEUEOFFSETs their ConsumeQueue does not hold, and the restart "
+            "dispatches records into the queue, so neither the rebuilt queue nor RocketMQ's own files keep its "
+            "offsets; committed consumer offsets would point at other messages (`rocketstore recover report` says "
+            "what a restart does)")
+    return kept, repaired, own
+
+
+def _offsets_past_end(layout: StoreLayout, repaired: Bounds) -> tuple[str | None, list[dict]]:
+    """(the consumerOffset.json the broker would load, relative; every committed offset past its queue's end
+    in the repaired store, with that end)."""
+    if layout.files.root is None:
+        return None, []
+    read = read_consumer_offsets(layout.files)
+    out = [{"consumer_group": group, "topic": topic, "queue_id": queue_id, "before": offset,
+            "after": repaired[(topic, queue_id)][1]}
+           for topic, group, queue_id, offset in read.rows
+           if (topic, queue_id) in repaired and offset > repaired[(topic, queue_id)][1]]
+    return (layout.files.relative(read.source) if read.source else None), out
+
+
 def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
-              broker_conf: str | None = None, release_family: str | None = None) -> dict:
+              broker_conf: str | None = None, release_family: str | None = None,
+              reset_offsets_past_end: bool = False) -> dict:
     """Export what a restart would lose and write the plan (module docstring) into ``output``; returns the
-    plan document (``Plan.to_json()``). ``output`` must be outside the store and must not hold a plan yet."""
+    plan document (``Plan.to_json()``). ``output`` must be outside the store and must not hold a plan yet.
+    ``reset_offsets_past_end``: rewrite the committed consumer offsets beyond their queue's end in the repaired
+    store to that end (without it they are only listed, in the plan's alternatives)."""
     layouts = discover(store)
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
@@ -94,17 +225,18 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     out = outside_stores(output, store_roots(layouts), "plan directory")
     if plan_path(out).exists():
         raise OutputError(f"{plan_path(out)} already exists: give an empty or new directory")
-    out.mkdir(parents=True, exist_ok=True)
     doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
+    settings = resolve(layout, options, broker_conf)
+    end = doc["later_starts"][-1] if doc["later_starts"] else doc
+    kept, repaired, own = _repaired_queues(layout, settings, doc, end["process_offset"])
+    out.mkdir(parents=True, exist_ok=True)
     root = layout.files.base
     # the clean starts after this one would cut further (damage this start's walk skipped): the repair cuts
     # where the last of them would, so the repaired store starts cleanly every time, not only the next time
-    end = doc["later_starts"][-1] if doc["later_starts"] else doc
     po = end["process_offset"]
     deleted = [f for start in (doc, *doc["later_starts"]) for f in start["commitlog_files_deleted"]]
     actions, touched, alternatives = [], [], []
     lost_file = out / EXPORT
-    settings = resolve(layout, options, broker_conf)
     # every valid, CRC-correct record from the end of the log on (no log at all: nothing)
     exported = export([layout], lost_file, Slice(from_offset=po or 0, crc_ok_only=True),
                       delay_levels=settings.message_delay_level)
@@ -133,6 +265,29 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         touched += [root / f for f in deleted]
     actions.append({"action": "rebuild", "what": "consumequeue/ and index/ from the cut CommitLog",
                     "how": "rocketstore rebuild (byte for byte what RocketMQ writes), then swap directories"})
+    if own:
+        actions.append({"action": "keep_queues", "queues": own,
+                        "why": "ConsumeQueues rebuilt from the log would renumber these queues (their messages "
+                               "expired with their segments, or records carry QUEUEOFFSETs their files do not "
+                               "hold): RocketMQ's own files are kept as the restart leaves them (entries from "
+                               "max_offset on zeroed), keeping every offset a consumer committed"})
+        touched += [root / q["queue"] / name for q in own for name in q["files"]]
+    source, past_end = _offsets_past_end(layout, repaired)
+    if past_end and reset_offsets_past_end:
+        main = layout.files.relative(layout.files.consumer_offsets_paths()[0])
+        actions.append({"action": "reset_offsets", "file": main, "read_from": source, "backup": main + ".bak",
+                        "offsets": past_end,
+                        "why": "committed offsets past their queue's end in the repaired store: rewritten to that "
+                               "end (the max offset), the file before kept as .bak as the broker keeps it"})
+        touched += [root / source] + [p for p in layout.files.consumer_offsets_paths() if p.is_file()]
+    elif past_end:
+        named = "; ".join(f"{o['consumer_group']} {o['topic']}/{o['queue_id']} at {o['before']}, the end "
+                          f"{o['after']}" for o in past_end[:3])
+        alternatives.append(
+            f"{len(past_end)} committed consumer offsets in {source} point past their queue's end in the repaired "
+            f"store ({named}{' ...' if len(past_end) > 3 else ''}): those consumers would skip the messages that "
+            "will take the offsets between. Make the plan with --reset-offsets-past-end to rewrite them to the new "
+            "max offset (the file before kept as .bak, as the broker keeps it).")
     for path in (layout.files.checkpoint_path, layout.files.abort_path):
         if path is not None and path.exists():
             touched.append(path)
@@ -147,8 +302,11 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
                           "release_family": release_family, "resolved": settings.to_json()},
                 export={"file": lost_file.name, "messages": exported, "sha256": sha256(lost_file)},
                 inventory=inventory(root),
-                checksums={layout.files.relative(p): sha256(p) for p in touched if p.is_file()},
-                actions=actions, alternatives=alternatives, report=doc)
+                checksums={layout.files.relative(p): sha256(p) for p in dict.fromkeys(touched) if p.is_file()},
+                actions=actions, alternatives=alternatives,
+                queues=[{"topic": t, "queue_id": q, "min_offset": lo, "max_offset": hi}
+                        for (t, q), (lo, hi) in sorted(kept.items())],
+                report=doc)
     document = plan.to_json()
     write_json(plan_path(out), document)
     return document

@@ -11,8 +11,10 @@ document (driver or CLI; reads the store read-only, writes nothing).
     process_offset          where the CommitLog will end
     stop                    file, file_position and reason the walk stops
     commitlog_files_deleted, commitlog_bytes_cut
-    consumequeues           per queue: max_offset after recovery (getMaxOffsetInQueue), before it, entries
-                            cut, files deleted, entries dispatched again
+    consumequeues           per queue: max_offset and min_offset after recovery (getMaxOffsetInQueue,
+                            getMinOffsetInQueue), the max before it, entries cut, files deleted, entries
+                            dispatched again, entries_moved (dispatched at another queue offset than their
+                            QUEUEOFFSET: the restart renumbers them)
     index_files_deleted
     dispatch                the physical offset range dispatched again
     lost                    valid, CRC-correct messages at or after process_offset: count, offsets, store
@@ -74,10 +76,10 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         before = q.max_offset
         cut = q.cut_max_offset
         queues.append({"topic": q.topic, "queue_id": q.queue_id, "max_offset": q.final_max_offset,
-                       "max_offset_on_disk": before,
+                       "min_offset": q.final_min_offset, "max_offset_on_disk": before,
                        "entries_cut": max(0, before - cut) if cut is not None else 0,
                        "files_deleted": [layout.files.relative(p) for p in q.files_deleted],
-                       "entries_dispatched": q.redispatched})
+                       "entries_dispatched": q.redispatched, "entries_moved": q.moved})
     doc = header(DOCUMENT_TYPE, DOCUMENT_VERSION) | {
         "store": layout.name,
         "rocketmq_version": r.release_family,

@@ -15,6 +15,9 @@ The model is docs/format/recovery.md, checked against RocketMQ's real recovery o
    start segment (4.9.x normal: from ``maxCQ`` at start()), so lagging queues grow back —
    ``rocketmq.consumequeue.place``, the same placement the rebuild and verify use.
 
+5. each queue's min offset (``_min_offset``): RocketMQ's ``correctMinOffset`` against the CommitLog's first
+   segment, over the files the restart keeps; a queue the dispatch created starts where its first entry went.
+
 What is lost: every valid, CRC-correct record at or after ``process_offset``, and consumer offsets that
 then point past their queue's end. What is unreachable: records the log keeps but that the restart neither
 dispatches again nor finds in a queue (``_unreachable``): a queue whose files are gone is not rebuilt from the
@@ -62,7 +65,11 @@ class QueueRecovery:
     cut_max_offset: int | None = None       # after step 3 (None: not cut)
     files_deleted: list[str] = field(default_factory=list)
     final_max_offset: int = 0               # after dispatch: RocketMQ's getMaxOffsetInQueue
+    final_min_offset: int = 0               # after the restart: RocketMQ's getMinOffsetInQueue (``_min_offset``)
     redispatched: int = 0
+    first_redispatched: int = -1            # the lowest queue offset the restart's dispatch writes (-1: none)
+    moved: int = 0                          # entries the restart's dispatch writes at another offset than their
+                                            # QUEUEOFFSET ("[BUG] logic queue order maybe wrong")
 
     @property
     def key(self) -> tuple[str, int]:
@@ -98,6 +105,39 @@ def recover_queue(topic: str, queue_id: int, queue_dir) -> QueueRecovery:
         if n < len(raw) or not len(raw):
             break
     return q
+
+
+NONE_YET = np.iinfo(np.int64).max
+
+
+def first_entry_at_or_above(files: list[tuple[str, int]], end: int, log_min: int) -> int | None:
+    """The queue offset of the first entry below queue offset ``end`` that points at or above ``log_min``,
+    looking from the first file on (``rocketmq.consumequeue.rocketmq_bounds``' rule); None when every one
+    points below it. Valid or not: correctMinOffset reads what lies below the queue's end (an all-zero entry
+    the recovery kept, physical offset 0, is at or above a log starting at 0). A file's first entry is read
+    alone first: where nothing expired, that is all that is read."""
+    for path, cq_offset in files:
+        first = cq_offset // ENTRY_SIZE
+        if first >= end:
+            break
+        size = os.path.getsize(path)
+        if size > consumequeue.MAX_FILE_SIZE:
+            continue                    # no entries (``_entries``)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            head = consumequeue.decode_entries(os.pread(fd, ENTRY_SIZE, 0))
+        finally:
+            os.close(fd)
+        if len(head) and int(head["commit_log_offset"][0]) >= log_min:
+            return first
+        raw = _entries(path)            # past these, the file holds zeros only
+        below = min(end - first, size // ENTRY_SIZE)
+        hit = np.flatnonzero(raw["commit_log_offset"][:below] >= log_min)
+        if len(hit):
+            return first + int(hit[0])
+        if log_min <= 0 and below > len(raw):
+            return first + len(raw)
+    return None
 
 
 def truncate_queue(q: QueueRecovery, process_offset: int, file_size: int) -> None:
@@ -377,6 +417,8 @@ class Simulation:
             states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues})
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
+            q.moved = states[q.key].moved
+            q.final_min_offset = self._min_offset(q, log_min, dispatch_rule)
         report.dispatch_from, report.dispatch_to = lo, po
         report.unreachable = self._unreachable(log_min, lo, {key: st.max_physical for key, st in states.items()})
         max_cq_after = max((st.max_physical for st in states.values()), default=-1)
@@ -389,16 +431,44 @@ class Simulation:
             cut_to = w.process_offset
         return report
 
+    def _min_offset(self, q: QueueRecovery, log_min: int, dispatch_rule: NormalDispatch) -> int:
+        """RocketMQ's getMinOffsetInQueue after the restart (ConsumeQueue.correctMinOffset at load, against the
+        CommitLog's min offset ``log_min``): the first entry the kept files hold that points at or above it;
+        else, for a queue the restart's dispatch wrote into, its first such entry (a queue the dispatch created
+        starts there: putMessagePositionInfo sets its min; 4.9.x's normal start dispatches only after the
+        correction, which leaves a queue with files at 0); else every entry expired: 5.x puts the min at the
+        max, 4.9.x leaves it at 0 (``Family.expired_min_is_max``)."""
+        kept = q.files[:len(q.files) - len(q.files_deleted)] if q.files_deleted else q.files
+        end = q.state().end
+        if kept and end > 0:
+            hit = first_entry_at_or_above(kept, end, log_min)
+            if hit is not None:
+                return hit
+        if q.first_redispatched >= 0:
+            after_correction = not self.abnormal and dispatch_rule == NormalDispatch.FROM_QUEUE_END_AFTER_CUT
+            return 0 if after_correction and kept else q.first_redispatched
+        return q.final_max_offset if self.family.expired_min_is_max else 0
+
     def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
         """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
-        collect the valid, CRC-correct records at or after po (``report.lost``). The records below po were
-        walked (CRC included) already: only what placing an entry needs is decoded, by the compiled dispatch,
-        and every window's entries are placed in one call (``rocketmq.consumequeue.place_many``)."""
-        by_queue = {q.key: q for q in report.queues}
+        collect the valid, CRC-correct records at or after po (``report.lost``)."""
+        states = self.place(report.queues, lo, po, states)
+        report.lost = self._lost(po, None)
+        return states
+
+    def place(self, queues_seen: list[QueueRecovery], lo: int, po: int, states: dict) -> dict:
+        """Place the entries of the records of [lo, po) in the queues, from their dispatch ``states``
+        ((topic, queue id) -> ``QueueState``; a queue without one starts anew and is appended to
+        ``queues_seen``): every queue's state afterwards. ``queues_seen`` gets the entries written, the first
+        queue offset written to, for each queue. Only what placing an entry needs is decoded, by the compiled
+        dispatch, and every window's entries are placed in one call (``rocketmq.consumequeue.place_many``).
+        With no states, from the log's start: the queues a rebuild writes (``recovery.plan``)."""
+        by_queue = {q.key: q for q in queues_seen}
         names = list(states)
         table = np.array([[st.end, st.max_physical, st.first, st.file_start, st.written, st.skipped, st.moved]
                           for st in states.values()], dtype=np.int64).reshape(-1, cq.STATE_COLUMNS)
         redispatched = np.zeros(len(names), np.int64)
+        first = np.full(len(names), NONE_YET, np.int64)
         queues = _QueueRows({key: row for row, key in enumerate(names)})
         for decoder, key, w, take in self._queued_windows(lo, po):
             rows = queues.rows(decoder, key)
@@ -408,17 +478,23 @@ class Simulation:
                 queues.add(name, len(names))
                 names.append(name)
                 by_queue[name] = QueueRecovery(*name, [])
-                report.queues.append(by_queue[name])
+                queues_seen.append(by_queue[name])
                 table = np.vstack([table, cq.new_states(1)])
                 redispatched = np.append(redispatched, 0)
+                first = np.append(first, NONE_YET)
             if (rows < 0).any():
                 rows = queues.rows(decoder, key)
             slots = cq.place_many(table, rows, w.queue_offset[take], w.physical_offset[take], w.size[take],
                                   self.settings.consume_queue_file_size)
-            redispatched += np.bincount(rows[slots >= 0], minlength=len(names))
+            written = slots >= 0
+            redispatched += np.bincount(rows[written], minlength=len(names))
+            np.minimum.at(first, rows[written], slots[written])
         for name, row in zip(names, range(len(names))):
-            by_queue[name].redispatched += int(redispatched[row])
-        report.lost = self._lost(po, None)
+            q = by_queue[name]
+            q.redispatched += int(redispatched[row])
+            if first[row] != NONE_YET:
+                q.first_redispatched = int(first[row]) if q.first_redispatched < 0 else \
+                    min(q.first_redispatched, int(first[row]))
         return {name: cq.queue_state(table[row]) for row, name in enumerate(names)}
 
     def _queued_windows(self, lo: int, hi: int):
@@ -572,4 +648,5 @@ class RecoveryReport:
     unreachable: dict = field(default_factory=dict)
 
 
-__all__ = ["LaterStart", "RecoveryReport", "Simulation", "recover_queue", "truncate_queue"]
+__all__ = ["LaterStart", "RecoveryReport", "Simulation", "first_entry_at_or_above", "recover_queue",
+           "truncate_queue"]

@@ -14,8 +14,9 @@ With ``--tools-every K`` every K-th case also goes whole through the operator co
 runs them (in process, through click): ``audit`` (verify and the recovery report), ``recover report``,
 ``rebuild`` (with its diff against the store's files), ``recover plan`` and ``recover apply`` into a copy. Each
 must end with exit 0, 3 (problems found) or 2 (a refusal naming what is wrong: a store or entry a repair cannot
-take, a segment larger than RocketMQ can write), never 1 or a traceback — except the apply, whose exit 1 with
-one line is its refusal to publish a copy that would not start cleanly; outputs go to a scratch directory.
+take, a segment larger than RocketMQ can write, a queue a repair would renumber), never 1 or a traceback —
+except the apply, whose exit 1 with one line is its refusal to publish a copy that would not start cleanly (but
+never for a queue it would renumber: the plan decides that); outputs go to a scratch directory.
 
 Invariants per case:
 1. no exception from any reader or tool, no hang; strict mode raises StoreError exactly when the lenient read
@@ -386,6 +387,9 @@ def run_tools(store: Path) -> list[str]:
         if applied.exit_code == 1:
             if len(applied.output.strip().splitlines()) != 1:
                 raise AssertionError(f"recover apply exit 1 without a one-line reason: {applied.output[-300:]}")
+            if "renumber" in applied.output:
+                # the plan places the kept log as the rebuild will and keeps or refuses what it would renumber
+                raise AssertionError(f"recover plan promised a repair its apply refused: {applied.output[-300:]}")
             notes.append(f"apply refused: {applied.output.strip()}"[:300])
     return notes
 

@@ -24,7 +24,7 @@ def test_plan_journal_and_receipt_are_typed_documents_carrying_their_settings(tm
     on_disk = json.loads(plan_path(tmp_path / "plan").read_text())
     assert on_disk == plan and Plan.load(plan_path(tmp_path / "plan")).to_json() == plan
     assert (plan["document_type"], plan["document_version"], plan["plan_version"]) == \
-        ("rocketstore-spark/repair-plan", 3, 3)
+        ("rocketstore-spark/repair-plan", 4, 4)
     resolved = plan["settings"]["resolved"]
     assert (resolved["release"], resolved["release_family"]) == ("4.9.8", "4.9.x")
     assert resolved["values"]["messageIndexEnable"] is True
@@ -41,10 +41,10 @@ def test_a_document_of_another_version_or_type_is_refused_by_name(tmp_path):
     path = plan_path(tmp_path / "plan")
     plan = json.loads(path.read_text())
     path.write_text(json.dumps(plan | {"document_version": 2}))
-    with pytest.raises(ApplyRefused, match=rf"{path}: rocketstore-spark/repair-plan version 2 .* reads version 3"):
+    with pytest.raises(ApplyRefused, match=rf"{path}: rocketstore-spark/repair-plan version 2 .* reads version 4"):
         apply_plan(tmp_path / "plan", output=tmp_path / "a")
     result = run("recover", "apply", tmp_path / "plan", "--output", tmp_path / "a")
-    assert result.exit_code == 2 and "version 2" in result.output and "version 3" in result.output
+    assert result.exit_code == 2 and "version 2" in result.output and "version 4" in result.output
     assert not (tmp_path / "a").exists()
 
     path.write_text(json.dumps(plan | {"document_type": Journal.DOCUMENT_TYPE}))

@@ -90,6 +90,16 @@ def test_every_queue_ends_where_rocketmq_left_it(golden: Golden, reports):
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
+def test_every_queue_starts_where_rocketmq_left_it(golden: Golden, reports):
+    """The min offset too (getMinOffsetInQueue after the restart): a queue whose every entry expired with the
+    segments RocketMQ's cleaner deleted keeps its offsets (5.x: min = max; 4.9.x: 0)."""
+    doc = report_of(golden, reports)
+    ours = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in doc["consumequeues"]}
+    theirs = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in golden.manifest["queues"]}
+    assert ours == {k: v for k, v in theirs.items() if k in ours or v[1]}
+
+
+@pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
 def test_the_stop_and_what_is_lost(golden: Golden, reports):
     doc, m = report_of(golden, reports), golden.manifest
     po = doc["process_offset"]
