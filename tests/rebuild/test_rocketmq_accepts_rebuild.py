@@ -23,6 +23,7 @@ from tests.golden.goldens import Golden, all_goldens
 from tests.store_files import copy_store, tree_bytes
 
 CLEAN = [g for g in all_goldens() if g.scenario == "clean"]
+DAMAGED = [g for g in all_goldens() if g.scenario in ("corrupt-body", "corrupt-window", "zeroed-page")]
 
 #: settings unlike the golden ones (500-byte ConsumeQueue files, 64 slots, 256 entries, 18 delay levels):
 #: 333 is rounded up to 17 entries; the 12-level table clamps the levels 13-18 of SCHEDULE_TOPIC_XXXX
@@ -257,6 +258,32 @@ def test_with_other_settings_our_rebuild_is_rocketmqs_rebuild(g, tmp_path):
     check_answers(g, qs, from_own, "RocketMQ's own files, other settings")
     check_answers(g, qs, from_ours, "our rebuild, other settings")
     assert comparable(from_ours) == comparable(from_own)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("g", DAMAGED, ids=lambda g: g.id)
+def test_on_a_damaged_log_our_rebuild_is_rocketmqs_own_rebuild(g, tmp_path):
+    """Issue #26 item 7: RocketMQ restarted on a copy of the crashed, damaged store without consumequeue/ and
+    index/ (the abort file kept: its crash recovery, then the reput) writes what our default rebuild writes."""
+    ours = rebuild_store(str(g.store), tmp_path / "ours", options={"rocketmqVersion": g.version})
+    assert ours.mode == "release"
+    ours_index = sorted((tmp_path / "ours" / "index").iterdir())
+    slots = g.settings["maxHashSlotNum"]
+    for attempt in range(3):             # IndexFile names are RocketMQ's wall clock: see the test above
+        theirs_dir = tmp_path / f"rocketmq-{attempt}"
+        report = serve_check.rocketmq_rebuild(g.version, g.store, theirs_dir, g.settings)
+        assert report["loaded"] and report["abort_present"]
+        theirs_index = sorted((theirs_dir / "index").iterdir())
+        if first_index_difference(ours_index, theirs_index, slots) is None:
+            break
+    ours_cq, theirs_cq = tree_bytes(tmp_path / "ours" / "consumequeue"), tree_bytes(theirs_dir / "consumequeue")
+    assert first_cq_difference(ours_cq, theirs_cq) is None
+    assert ours_cq == theirs_cq
+    assert first_index_difference(ours_index, theirs_index, slots) is None
+    assert [p.read_bytes() for p in ours_index] == [p.read_bytes() for p in theirs_index]
+    # RocketMQ's queues after its rebuild (it lists empty ones too) are ours
+    assert {(q.topic, q.queue_id): q.state.max_offset for q in ours.queues} == \
+        {(q["topic"], q["queue_id"]): q["max_offset"] for q in report["queues"] if q["max_offset"] > 0}
 
 
 @pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.version)
