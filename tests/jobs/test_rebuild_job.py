@@ -114,3 +114,10 @@ def test_on_a_damaged_log_the_spark_rebuild_follows_the_release_and_resync_lists
     rows = spark.read.format("delta").load(str(tmp_path / "diff")).where("kind = 'beyond_release'").collect()
     assert {(r.topic, r.queue_id, r.entries_missing) for r in rows} == \
         {(t, q, span[0]) for (t, q), span in result.beyond.items()}
+    # a reput range after the recovery's: its scan puts no index key below the last one put before it
+    from tests.rebuild.test_rebuild_release import crashed_with_prepared_tail
+    store, options, _ = crashed_with_prepared_tail(tmp_path / "prepared", "4.9.8")
+    alone = rebuild_store(str(store), tmp_path / "prepared-alone", options=options)
+    result = rebuild(spark, str(store), tmp_path / "prepared-spark", options, split_size=512)
+    assert len(result.restart.ranges) == 2 and result.restart.ranges[1][1] > result.restart.ranges[1][0]
+    assert tree_bytes(tmp_path / "prepared-spark") == tree_bytes(tmp_path / "prepared-alone")

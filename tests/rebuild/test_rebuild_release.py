@@ -21,6 +21,7 @@ from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.indexes import read_index_file
+from rocketstore_spark.store.records import read_table
 from tests.cli.helpers import run
 from tests.golden.goldens import BY_ID, all_goldens
 
@@ -178,3 +179,35 @@ def test_damage_before_a_clean_starts_walk_is_skipped_to_the_next_segment_or_cut
         extra = [(k, phy) for k, phy in enumerate(mine) if phy > damaged and not (skips and phy >= SEGMENT)]
         want[("T", q)] = [len(extra), extra[0][0], extra[-1][0], extra[0][1], extra[-1][1]]
     assert resync.beyond == want
+
+
+def crashed_with_prepared_tail(tmp_path, release: str):
+    """Five 2 KiB segments of 40 messages (two index keys each), the last three PREPARED transactions (indexed,
+    never queued), crashed (abort file, checkpoint as of the last record): (store, options, placed)."""
+    from rocketstore_spark.codec.commitlog import TRANSACTION_PREPARED
+    from rocketstore_spark.codec.encode import Message
+    from tests.verify.test_verify_properties import build
+    msgs = [Message(topic="T", body=bytes([65 + i % 26]) * 100, queue_id=i % 2,
+                    store_timestamp=1_795_000_000_000 + 1000 * i, born_timestamp=1_795_000_000_000 + 1000 * i - 5,
+                    properties={"KEYS": f"k{i}", "UNIQ_KEY": f"U{i:08d}"},
+                    sys_flag=TRANSACTION_PREPARED if i >= 37 else 0,
+                    trailing_separator=not release.startswith("4")) for i in range(40)]
+    store, options = build(tmp_path, {"messages": msgs, "segment_size": SEGMENT, "cq_entries": 4, "slots": 4,
+                                      "index_num": 16, "release": release})
+    (store / "abort").write_bytes(b"")
+    return store, options, msgs
+
+
+def test_the_reput_after_a_crash_recovery_indexes_the_last_indexed_record_again(tmp_path):
+    """The reput starts at the end of the last queued record; the PREPARED records after it are read again, and
+    IndexService.buildIndex skips only a record below the last one it indexed: that one's keys go in twice
+    (RocketMQ 4.9.8 and 5.5.1 write the same IndexFile: test_rocketmq_accepts_rebuild.py)."""
+    store, options, _ = crashed_with_prepared_tail(tmp_path, "4.9.8")
+    result = rebuild_store(str(store), tmp_path / "out", options=options)
+    (first, end, _), (reput_from, reput_end, _) = result.restart.ranges
+    assert first < reput_from < end == reput_end
+    records = [m for m in read_table(str(store), ("physical_offset", "transaction_type"))[0].to_pylist()
+               if first <= m["physical_offset"] < end]
+    assert records[-1]["transaction_type"] == "PREPARED" and records[-1]["physical_offset"] >= reput_from
+    [index] = (tmp_path / "out" / "index").iterdir()
+    assert read_index_file(str(index), 4).entry_count == 2 * len(records) + 2

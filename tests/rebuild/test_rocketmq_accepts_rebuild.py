@@ -311,6 +311,21 @@ def test_damage_a_clean_start_does_not_walk_is_rebuilt_as_rocketmq_rebuilds_it(r
     assert [p.read_bytes() for p in ours_ix] == [p.read_bytes() for p in theirs_ix]
 
 
+@pytest.mark.slow
+def test_after_a_crash_recovery_rocketmq_indexes_the_last_indexed_record_again(tmp_path):
+    """The PREPARED records after the last queued one are read again by the reput, and the last of them is
+    indexed twice: RocketMQ 4.9.8's IndexFile is ours (5.5.1 measured alike)."""
+    from tests.rebuild.test_rebuild_release import SEGMENT, SMALL, crashed_with_prepared_tail
+    store, options, _ = crashed_with_prepared_tail(tmp_path, "4.9.8")
+    rebuild_store(str(store), tmp_path / "ours", options=options)
+    report = serve_check.rocketmq_rebuild("4.9.8", store, tmp_path / "theirs", {"mappedFileSizeCommitLog": SEGMENT,
+                                                                                 **SMALL})
+    assert report["loaded"] and report["abort_present"]
+    assert tree_bytes(tmp_path / "ours" / "consumequeue") == tree_bytes(tmp_path / "theirs" / "consumequeue")
+    assert [p.read_bytes() for p in sorted((tmp_path / "ours" / "index").iterdir())] == \
+        [p.read_bytes() for p in sorted((tmp_path / "theirs" / "index").iterdir())]
+
+
 @pytest.mark.parametrize("g", CLEAN, ids=lambda g: g.version)
 def test_a_forced_rebuild_over_files_of_other_settings_is_the_same_rebuild(g, tmp_path):
     # allow_conflicts over the store's own 500-byte ConsumeQueues and 64x256 IndexFiles: the same files as a
