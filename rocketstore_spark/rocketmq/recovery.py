@@ -331,11 +331,14 @@ class Simulation:
         if first != start:
             # no record where the dispatch begins: a BLANK or zero fill leads to the next segment, anything
             # else fails RocketMQ's check there
-            fd = os.open(seg.path, os.O_RDONLY)
             try:
-                head = os.pread(fd, 8, start)
-            finally:
-                os.close(fd)
+                fd = os.open(seg.path, os.O_RDONLY)
+                try:
+                    head = os.pread(fd, 8, start)
+                finally:
+                    os.close(fd)
+            except OSError:                 # gone or unreadable since it was listed: nothing to dispatch
+                head = b""
             magic = int.from_bytes(head[4:8], "big", signed=True) if len(head) == 8 else 0
             return start, "" if magic in (0, BLANK_MAGIC) else "no valid record where the dispatch begins"
         if stop is None:
