@@ -4,13 +4,16 @@ what RocketMQ writes, and show how they differ from the store's own.
 Usage:
     ./spark-submit.sh jobs/rebuild.py --store PATH --output DIR [--broker-conf broker.conf]
         [--rocketmq-version X.Y.Z] [--mapped-file-size-consume-queue N] [--max-hash-slot-num N]
-        [--max-index-num N] [--no-index] [--force] [--differences DIR]
+        [--max-index-num N] [--no-index] [--force] [--resync] [--differences DIR]
 
 Writes DIR/consumequeue/ and DIR/index/ (DIR must not be inside the store, and must not hold a rebuild
 already). Settings come from the options, else the broker's properties file, else what the store's files show,
 else RocketMQ's defaults; the job prints each with its source, refuses settings that contradict the files
 (--force to go ahead), then prints the differences between the rebuild and the store's files. IndexFile names
 are the broker's wall clock when it created them, so IndexFiles are compared by content in name order.
+By default the rebuild is what the release writes when it restarts without consumequeue/ and index/ (on a
+damaged log: what its recovery keeps and its reput reads); --resync writes every valid record, reading on
+past damage, and lists per queue the entries RocketMQ would not have (beyond_release differences).
 Exit status: 0 when the store's files equal the rebuild, 3 when they differ or the CommitLog has damage, 2 for
 a bad argument, path or setting (checked before Spark starts). With --differences DIR the comparison is also
 appended to the Delta table DIR (one row per file pair: status, queue, first differing queue offset, entries
@@ -35,6 +38,8 @@ def parse_args(argv):
     p.add_argument("--max-index-num", type=int)
     p.add_argument("--no-index", action="store_true", help="messageIndexEnable=false: no IndexFiles")
     p.add_argument("--force", action="store_true", help="rebuild even where settings contradict the store's files")
+    p.add_argument("--resync", action="store_true",
+                   help="every valid record past damage, not what the release's own rebuild writes")
     p.add_argument("--differences", help="append the comparison to this Delta table (outside the store)")
     return p.parse_args(argv)
 
@@ -48,9 +53,11 @@ def options(args) -> dict:
 def main(spark, argv) -> int:
     from rocketstore_spark.spark.rebuild import rebuild
     args = parse_args(argv)
-    r = rebuild(spark, args.store, args.output, options(args), args.broker_conf, args.force)
+    from rocketstore_spark.rebuild.output import summary_lines
+    r = rebuild(spark, args.store, args.output, options(args), args.broker_conf, args.force, resync=args.resync)
     s = r.settings
     print(f"Rebuild of {r.store} into {r.output}")
+    print("\n".join(summary_lines(r.resync, s.release_label, r.restart, r.beyond or {})))
     print(render_table(["setting", "value", "from"], [
         ("RocketMQ release", str(s.release), s.sources.get("rocketmqVersion", "")),
         ("mappedFileSizeConsumeQueue", s.consume_queue_file_size, s.sources["mappedFileSizeConsumeQueue"]),

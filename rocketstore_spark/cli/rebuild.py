@@ -17,24 +17,30 @@ from rocketstore_spark.cli.output import emit_json, line, table
               help="directory for consumequeue/ and index/ (outside the store)")
 @settings_options
 @click.option("--force", is_flag=True, help="rebuild even where settings contradict the store's files")
+@click.option("--resync", is_flag=True,
+              help="every valid record, reading on past damage, instead of what the release's own rebuild writes; "
+                   "lists the entries RocketMQ would not have")
 @json_option
-def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, as_json):
+def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, as_json):
     """Rebuild ConsumeQueues and IndexFiles from the CommitLog into a directory outside the store, byte for byte
-    what RocketMQ writes, and compare them with the store's own. Exit 3 when they differ.
+    what RocketMQ writes when it restarts without them, and compare them with the store's own. Exit 3 when
+    they differ.
 
     \b
     Example:
       rocketstore rebuild tests/golden/rocketmq-5.5.1/cq-lag-clean/store --output /tmp/rebuilt
     """
-    from rocketstore_spark.rebuild.output import rebuild_store
+    from rocketstore_spark.rebuild.output import rebuild_store, summary_lines
     r = rebuild_store(store, output, options=given_settings(rocketmq_version), broker_conf=broker_conf,
-                      allow_conflicts=force)
+                      allow_conflicts=force, resync=resync)
     changed = [d for d in r.differences if d.status != "identical"]
     if as_json:
         emit_json(r.document())
     else:
         line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {len(r.index_files)} IndexFile(s), "
              f"RocketMQ {r.settings.release_label} ({r.settings.sources.get('rocketmqVersion')})")
+        for text in summary_lines(r.resync, r.settings.release_label, r.restart, r.beyond):
+            line(text)
         line(f"Against the store: {len(r.differences) - len(changed)} file(s) identical, {len(changed)} differ")
         if changed:
             table(None, ["kind", "store file", "rebuilt file", "status", "detail"],

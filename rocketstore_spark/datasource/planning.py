@@ -66,15 +66,22 @@ def plan_partitions(segments, split_size: int | None, parallelism: int,
     not planned; the range of the segment holding it starts there, where the reader finds that record."""
     def first(seg) -> int:                 # file position the segment's planned data starts at
         return min(seg.data_end, max(0, start_offset - seg.base_offset))
-    segments = [(store, seg, followed) for store, seg, followed in segments if seg.data_end > first(seg)]
+    return plan_ranges([SegmentRange(store, seg.path, seg.base_offset, first(seg), seg.data_end, followed)
+                        for store, seg, followed in segments], split_size, parallelism)
+
+
+def plan_ranges(wanted: list[SegmentRange], split_size: int | None, parallelism: int) -> list[ScanPartition]:
+    """``wanted`` byte ranges (each inside one segment, in scan order; each begins where a record starts)
+    cut into partitions of ``split_size`` bytes (auto when None); a range is cut at arbitrary positions."""
+    wanted = [r for r in wanted if r.end > r.start]
     if split_size is None:
-        split_size = auto_split_size(sum(seg.data_end - first(seg) for _, seg, _ in segments), parallelism)
+        split_size = auto_split_size(sum(r.end - r.start for r in wanted), parallelism)
     partitions, ranges, room = [], [], split_size
-    for store, seg, followed in segments:
-        start = first(seg)
-        while start < seg.data_end:
-            end = min(seg.data_end, start + room)
-            ranges.append(SegmentRange(store, seg.path, seg.base_offset, start, end, followed))
+    for r in wanted:
+        start = r.start
+        while start < r.end:
+            end = min(r.end, start + room)
+            ranges.append(SegmentRange(r.store, r.path, r.base_offset, start, end, r.followed))
             room -= end - start
             start = end
             if room == 0:

@@ -5,7 +5,8 @@ ConsumeQueue files are paired by path (topic/queue/name): ``identical``, ``diffe
 differing entry: its queue offset, the store's and the rebuilt (physical offset, size, tagsCode)),
 ``only_in_store``, ``only_rebuilt``. IndexFile names are the broker's wall clock, so IndexFiles are paired in
 name order instead and compared by content: ``identical`` or ``differs`` (where: header field, slot, or entry
-number), plus the unpaired ones.
+number), plus the unpaired ones. A resynchronised rebuild adds one ``beyond_release`` difference per queue
+holding entries the release's own rebuild does not write (``beyond_differences``).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from rocketstore_spark.store.layout import StoreMap
 
 @dataclass(frozen=True)
 class Difference:
-    kind: str                  # "consumequeue" or "index"
+    kind: str                  # "consumequeue", "index" or "beyond_release"
     store_file: str | None     # relative to the store root
     rebuilt_file: str | None   # relative to the output directory
     status: str                # identical, differs, only_in_store, only_rebuilt
@@ -154,3 +155,14 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
         out.append(Difference("index", store_rel, built_rel, "identical") if detail is None else
                    Difference("index", store_rel, built_rel, "differs", detail))
     return out
+
+
+def beyond_differences(beyond: dict, release: str) -> list[Difference]:
+    """One ``beyond_release`` difference per queue of a resynchronised rebuild that holds entries RocketMQ
+    ``release``'s own rebuild does not write (``beyond``: (topic, queue id) -> [entries, first and last queue
+    offset, first and last physical offset], ``rocketmq.recovery.add_queue_spans``)."""
+    return [Difference("beyond_release", None, None, "only_rebuilt", topic=topic, queue_id=queue_id,
+                       first_queue_offset=lo, entries_missing=n,
+                       detail=f"{topic}/{queue_id}: {n} entries RocketMQ {release}'s own rebuild does not write "
+                              f"(queue offsets {lo}..{hi}, physical offsets {first}..{last})")
+            for (topic, queue_id), (n, lo, hi, first, last) in sorted(beyond.items())]

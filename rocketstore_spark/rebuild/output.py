@@ -10,16 +10,29 @@ written under a temporary name (``.NAME.tmp``), fsynced and renamed into place w
 files at their full broker size (RocketMQ preallocates them): a killed run leaves no half-written file under
 a final name, and ``rebuild_store`` removes what it created when it fails.
 
+What is written: by default what the release writes when it restarts without ``consumequeue/`` and ``index/``
+(its own rebuild: ``rocketmq.recovery.restart_dispatch``). On a damaged log that is less than the log holds:
+a crash recovery dispatches only from the segment it starts at, the log ends at the first damage the
+recovery's walk reads, and the reput skips the rest of a segment after damage it reads. ``resync`` writes
+every valid record instead, reading on past damage, and counts per queue the entries the release's rebuild
+would not have (``beyond``).
+
 The rebuild as one JSON document (``RebuildResult.document()``: ``documents.header``, type
-rocketstore-spark/rebuild, version 1):
+rocketstore-spark/rebuild, version 2):
 
     store, output, records      the store, the output directory, the records read
     rocketmq_version            the release followed      settings_sources   setting -> where its value came from
+    mode                        "release" (the default) or "resync"
+    restart                     the release's restart: family, shutdown, walk start, process_offset, stop,
+                                dispatched (from, to, phase), segment_stops, description (``restart_document``)
     settings                    every setting as resolved (``rocketmq.settings.BrokerSettings.to_json``)
     queues                      per queue: topic, queue_id, files, max_offset
-    index_files, findings, differences      (``rebuild.diff.FIELDS`` per difference)
+    beyond_release              resync: per queue, the entries the release's rebuild does not write
+                                (``BEYOND_FIELDS``)
+    index_files, findings, differences      (``rebuild.diff.FIELDS`` per difference; a ``beyond_release``
+                                difference per queue of ``beyond_release``)
 
-Streaming: records are dispatched batch by batch in CommitLog order; each queue keeps its dispatch state
+Streaming: records are dispatched batch by batch in dispatch order; each queue keeps its dispatch state
 (``rocketmq.consumequeue.QueueState``) and the current IndexFile is a memory map of the output file, so memory
 is one decoded window plus one IndexFile, whatever the store's size.
 """
@@ -39,10 +52,11 @@ from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWin
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.documents import header
 from rocketstore_spark.findings import Finding, finding
-from rocketstore_spark.rebuild.diff import Difference, compare
+from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq import indexfile as ix
+from rocketstore_spark.rocketmq.recovery import DispatchPiece, RestartDispatch, add_queue_spans, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.ahead import ahead
@@ -51,6 +65,7 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
+from rocketstore_spark.store.segment_reader import SegmentReader
 
 
 def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
@@ -86,8 +101,13 @@ class ConsumeQueueWriter:
     one run per queue) and written when ``buffer_bytes`` of them are pending and at ``close``, so each queue
     file is opened a few times per run instead of once per batch."""
 
-    def __init__(self, files: StoreMap, file_size: int, findings: list[Finding], buffer_bytes: int | None = None):
+    def __init__(self, files: StoreMap, file_size: int, findings: list[Finding], buffer_bytes: int | None = None,
+                 release: np.ndarray | None = None):
         self.files, self.file_size, self.findings = files, file_size, findings
+        # the physical offset intervals the release's restart dispatches (``RestartDispatch.intervals``): entries
+        # written for records outside them are counted per queue in ``beyond`` (``add_queue_spans``' rows)
+        self.release = release
+        self.beyond: dict[tuple[str, int], list[int]] = {}
         self.buffer_bytes = HELD_BYTES if buffer_bytes is None else buffer_bytes
         self.queues: dict[tuple[str, int], QueueResult] = {}
         self._rows: dict[tuple[str, int], int] = {}        # queue -> row of _states (-1: topic unsafe)
@@ -124,6 +144,9 @@ class ConsumeQueueWriter:
         new = self._states[runs[runs >= 0], cq.END] < 0
         physical, size = np.asarray(physical_offset)[order], np.asarray(size)[order]
         slots = cq.place_many(self._states, row, np.asarray(queue_offset)[order], physical, size, self.file_size)
+        if self.release is not None:
+            outside = (slots >= 0) & ~within(self.release, physical)
+            add_queue_spans(self.beyond, topics, key[safe][outside], physical[outside], slots[outside])
         placed = cq.entries(physical, size, np.asarray(tags_code)[order])
         bounds = np.r_[0, np.cumsum(lengths[runs >= 0])]
         for r, is_new, lo, hi in zip(runs[runs >= 0].tolist(), new.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -218,6 +241,14 @@ class ConsumeQueueWriter:
             fsync_dirs(self.files.consumequeue_dir)
 
 
+def within(intervals: np.ndarray, physical_offset) -> np.ndarray:
+    """Which physical offsets lie in one of ``intervals`` (sorted, disjoint [start, end) rows)."""
+    physical_offset = np.asarray(physical_offset)
+    k = np.searchsorted(intervals[:, 0], physical_offset, side="right") - 1
+    return (k >= 0) & (physical_offset < intervals[np.maximum(k, 0), 1]) if len(intervals) else \
+        np.zeros(len(physical_offset), bool)
+
+
 def open_index_file(tmp: Path, geometry: Geometry, preset: tuple[int, int] | None = None) -> np.memmap:
     """A new IndexFile being written at ``tmp`` (all zero, ``geometry.file_size`` bytes, mapped writable), its
     header pre-set from the (physical offset, store time) of the key before it, if any."""
@@ -250,7 +281,12 @@ class IndexWriter:
         self._end: tuple[int, int] | None = None        # (phy, ms) of the last key put
 
     def add(self, h: np.ndarray, phy: np.ndarray, ts: np.ndarray) -> None:
-        """Keys in put order: index hash, physical offset, store time (ms)."""
+        """Keys in put order: index hash, physical offset, store time (ms). Keys of a record below the last one
+        indexed are not put (``IndexService.buildIndex``: a record dispatched again after a restart's recovery);
+        the last one itself is put again, as RocketMQ does."""
+        if self._end is not None and len(phy) and phy[0] < self._end[0]:
+            keep = phy >= self._end[0]
+            h, phy, ts = h[keep], phy[keep], ts[keep]
         i = 0
         while i < len(h):
             if self._buf is None:
@@ -291,7 +327,8 @@ def index_name(first_ms: int, previous_ms: int | None) -> tuple[str, int]:
 
 @dataclass
 class RebuildResult:
-    """What a rebuild wrote and found, and how it differs from the store's own files."""
+    """What a rebuild wrote and found, and how it differs from the store's own files (and, resynchronised,
+    from the release's own rebuild: ``beyond``)."""
     store: str
     output: Path
     settings: BrokerSettings
@@ -300,19 +337,62 @@ class RebuildResult:
     records: int
     findings: list[Finding]
     differences: list[Difference]
+    resync: bool = False
+    restart: RestartDispatch | None = None
+    # resync: per queue, the entries written that the release's restart does not write (``add_queue_spans``)
+    beyond: dict = field(default_factory=dict)
 
     DOCUMENT_TYPE = "rocketstore-spark/rebuild"
-    DOCUMENT_VERSION = 1
+    DOCUMENT_VERSION = 2
+
+    @property
+    def mode(self) -> str:
+        return "resync" if self.resync else "release"
 
     def document(self) -> dict:
         """The rebuild as one JSON-ready document (module docstring)."""
         return header(self.DOCUMENT_TYPE, self.DOCUMENT_VERSION) | {
             "store": self.store, "output": str(self.output), "rocketmq_version": str(self.settings.release),
+            "mode": self.mode, "restart": restart_document(self.restart),
             "settings_sources": self.settings.sources, "settings": self.settings.to_json(), "records": self.records,
             "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files, "max_offset": q.state.max_offset}
                        for q in self.queues],
+            "beyond_release": [dict(zip(BEYOND_FIELDS, (*name, *row))) for name, row in sorted(self.beyond.items())],
             "index_files": self.index_files, "findings": [f.as_row() for f in self.findings],
             "differences": [d.as_row() for d in self.differences]}
+
+
+def summary_lines(resync: bool, release: str, restart: RestartDispatch | None, beyond: dict) -> list[str]:
+    """What a rebuild followed, in sentences for a person (the CLI and the job print them): the mode, the
+    release's restart, and in resync mode how many entries the release's own rebuild would not have."""
+    if resync:
+        n = sum(row[0] for row in beyond.values())
+        lines = [f"Resynchronised (--resync): every valid record, read on past damage; {n} entries in "
+                 f"{len(beyond)} queue(s) that RocketMQ {release}'s own rebuild would not write (beyond_release "
+                 "below)" if n else f"Resynchronised (--resync): every valid record; RocketMQ {release}'s own "
+                 "rebuild writes the same entries"]
+    else:
+        lines = [f"What RocketMQ {release} writes when it restarts without consumequeue/ and index/ (5.x: with "
+                 "recheckReputOffsetFromCq=true); --resync for every valid record past damage"]
+    return lines + ([f"  {d}" for d in restart.describe()] if restart is not None else [])
+
+
+BEYOND_FIELDS = ("topic", "queue_id", "entries", "first_queue_offset", "last_queue_offset", "first_physical_offset",
+                 "last_physical_offset")
+
+
+def restart_document(restart: RestartDispatch | None) -> dict | None:
+    """The release's restart a rebuild follows (or compares with), JSON-ready."""
+    if restart is None:
+        return None
+    r, w = restart.report, restart.report.walk
+    return {"release_family": r.release_family, "shutdown": r.shutdown,
+            "walk_start": w.start_file if w else None, "walk_start_reason": w.start_reason if w else None,
+            "process_offset": w.process_offset if w else None,
+            "stop": {"file": w.stop_file, "position": w.stop_position, "reason": w.stop_reason} if w else None,
+            "dispatched": [{"from": lo, "to": hi, "phase": phase} for lo, hi, phase in restart.ranges],
+            "segment_stops": [{"file": f, "position": at, "reason": why} for f, at, why in restart.stops],
+            "description": restart.describe()}
 
 
 class SettingsConflict(ValueError):
@@ -336,35 +416,73 @@ def prepare(store: str, output, options: dict | None = None, broker_conf: str | 
 
 
 def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None = None,
-                  broker_conf: str | None = None, allow_conflicts: bool = False) -> RebuildResult:
+                  broker_conf: str | None = None, allow_conflicts: bool = False, resync: bool = False) -> RebuildResult:
     """Rebuild ``DIR/consumequeue`` and (with messageIndexEnable) ``DIR/index`` of one store from its
     CommitLog, then compare them with the store's own. ``options``: broker setting name -> value (and
     ``rocketmqVersion``), over ``broker_conf`` (a broker.conf path), over what the store shows
-    (``rocketmq.settings``)."""
+    (``rocketmq.settings``).
+
+    By default the files the release writes when it restarts without them (``rocketmq.recovery.
+    restart_dispatch``: on a damaged log, what its recovery keeps and its reput reads). ``resync``: every
+    valid record, reading on past damage; what that writes beyond the release's rebuild is listed per queue
+    (``beyond``, and one ``beyond_release`` difference per queue)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
-    queues, index_files, records, findings = write_rebuild(layout, out, settings)
+    restart = restart_dispatch(layout, settings)
+    queues, index_files, records, findings, beyond = write_dispatched(layout, out, settings, restart, resync)
     return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
-                         compare(layout.files, out))
+                         compare(layout.files, out) + beyond_differences(beyond, settings.release_label),
+                         resync, restart, beyond)
+
+
+def _pieces(restart: RestartDispatch, decoders: dict, findings: list[Finding]) -> Iterator:
+    """(decoded batch, its decoder's topics) of ``restart``'s pieces, in order, each phase's through its decoder
+    (``decoders``: phase -> ``DispatchDecoder``); the readers' findings appended to ``findings``."""
+    for p in restart.pieces:
+        decoder = decoders[p.phase]
+        reader = SegmentReader(p.path, p.base_offset, decoder, p.start - p.base_offset, p.end - p.base_offset,
+                               followed=p.followed)
+        for decoded in reader:
+            yield decoded, decoder.topics
+        findings.extend(reader.result.findings)
 
 
 def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
         -> tuple[list[QueueResult], list[str], int, list[Finding]]:
-    """Write ``out/consumequeue`` and (with an index geometry) ``out/index`` for ``layout``'s CommitLog with
-    ``settings``: (queues, IndexFile names, records read, findings). Neither directory may exist yet; on
-    failure both are removed. The caller has checked ``out`` (``prepare``, or the repair's own staging)."""
+    """Write ``out/consumequeue`` and (with an index geometry) ``out/index`` for every record of ``layout``'s
+    CommitLog with ``settings``: (queues, IndexFile names, records read, findings). Neither directory may
+    exist yet; on failure both are removed. The caller has checked ``out`` (``prepare``, or the repair's own
+    staging, whose log holds nothing a restart would not dispatch)."""
+    return write_dispatched(layout, out, settings)[:4]
+
+
+def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, restart: RestartDispatch | None = None,
+                     resync: bool = True) -> tuple[list[QueueResult], list[str], int, list[Finding], dict]:
+    """``write_rebuild`` of what a restart dispatches: (queues, IndexFile names, records read, findings,
+    beyond). Without ``restart``, or with ``resync``, every record of the log is dispatched (resynchronising
+    after damage); with ``restart`` and not ``resync``, only what it dispatches, in its order. ``beyond``: with
+    both, the entries written for records ``restart`` does not dispatch, per queue."""
     findings: list[Finding] = []                   # the reading's (decoded in another thread: kept apart)
     written: list[Finding] = []                    # the writers'
     files = StoreMap.of_root(out)
-    queues = ConsumeQueueWriter(files, settings.consume_queue_file_size, written)
+    release = restart.intervals if restart is not None and resync else None
+    queues = ConsumeQueueWriter(files, settings.consume_queue_file_size, written, release=release)
     index = IndexWriter(files, settings.geometry) if settings.geometry is not None else None
-    decoder = DispatchDecoder(settings.message_delay_level, index=index is not None,
-                              index_tags=settings.release.index_tags)
+
+    def decoder(message_delay_level: str) -> DispatchDecoder:
+        return DispatchDecoder(message_delay_level, index=index is not None, index_tags=settings.release.index_tags)
     records = 0
+    if restart is None or resync:
+        whole = decoder(settings.message_delay_level)
+        batches = ((decoded, whole.topics) for decoded in iter_decoded(layout, whole, findings))
+    else:
+        findings.extend(layout.findings)
+        batches = _pieces(restart, {phase: decoder(restart.delay_levels(phase, settings.message_delay_level))
+                                    for _, _, phase in restart.ranges}, findings)
     try:
-        for decoded in ahead(iter_decoded(layout, decoder, findings)):
+        for decoded, topics in ahead(batches):
             window = decoded.batch
             records += window.num_rows
-            queues.add_window(window, decoder.topics)
+            queues.add_window(window, topics)
             if index is not None:
                 index.add(window.key_hash, window.key_physical_offset, window.key_store_timestamp)
         queues.close()
@@ -375,4 +493,4 @@ def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
             shutil.rmtree(sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-            index.names if index is not None else [], records, findings + written)
+            index.names if index is not None else [], records, findings + written, queues.beyond)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.rebuild.output import ConsumeQueueWriter, QueueResult, finish_index_file, open_index_file
@@ -21,19 +23,21 @@ from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.spill import ENTRY_SPILL, KEY_SPILL, entries_path, key_at, keys_path, locate, read_spill
 
 
-def write_queue_group(spill: Path, group: int, topics: list[list[str]], output: Path, file_size: int
-                      ) -> tuple[list[QueueResult], list[tuple[str, int]], list[Finding]]:
+def write_queue_group(spill: Path, group: int, topics: list[list[str]], output: Path, file_size: int,
+                      release: np.ndarray | None = None
+                      ) -> tuple[list[QueueResult], list[tuple[str, int]], list[Finding], dict]:
     """Write the ConsumeQueues of one queue group (executor) into the rebuild's ``output`` directory from its
     spill files of every scan task (``topics[t]``: scan task t's topics): (queues written, queues skipped for
-    an unsafe topic, findings)."""
+    an unsafe topic, findings, beyond: the entries written for records outside ``release``'s intervals, per
+    queue, as ``ConsumeQueueWriter.beyond``)."""
     findings: list[Finding] = []
-    writer = ConsumeQueueWriter(StoreMap.of_root(output), file_size, findings)
+    writer = ConsumeQueueWriter(StoreMap.of_root(output), file_size, findings, release=release)
     for task, names in enumerate(topics):
         for rows in read_spill(entries_path(spill, task, group), ENTRY_SPILL):
             writer.add_entries(names, rows["topic"], rows["queue_id"], rows["queue_offset"], rows["physical_offset"],
                                rows["size"], rows["tags_code"])
     writer.close()
-    return list(writer.queues.values()), writer.skipped(), findings
+    return list(writer.queues.values()), writer.skipped(), findings, writer.beyond
 
 
 def write_index_file(spill: Path, task_keys: list[int], output: Path, name: str, geometry: Geometry, first: int,

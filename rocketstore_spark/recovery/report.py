@@ -161,8 +161,9 @@ def _lost(t) -> dict:
             "queues": [_lost_queue(k, v) for k, v in sorted(per_queue.items())]}
 
 
-REMEDY = ("rebuild the ConsumeQueues from the CommitLog before the broker starts (rocketstore rebuild STORE "
-          "--output DIR writes them; rocketstore recover plan / apply puts them in place), or on RocketMQ 5.x start "
+REMEDY = ("rebuild the ConsumeQueues from the whole CommitLog before the broker starts (rocketstore rebuild STORE "
+          "--output DIR --resync writes them — a plain rebuild writes what RocketMQ's own restart would, which does "
+          "not reach them either —; rocketstore recover plan / apply puts them in place), or on RocketMQ 5.x start "
           "it once with recheckReputOffsetFromCq=true, which dispatches the log again from the queues' end")
 
 

@@ -22,6 +22,10 @@ What is lost: every valid, CRC-correct record at or after ``process_offset``, an
 then point past their queue's end. What is unreachable: records the log keeps but that the restart neither
 dispatches again nor finds in a queue (``_unreachable``): a queue whose files are gone is not rebuilt from the
 part of the log before the dispatch start, so no consumer can read those messages.
+
+RocketMQ's own rebuild — a restart after ``consumequeue/`` and ``index/`` were removed — is the same restart
+without queue files followed by ``start()``'s reput (``restart_dispatch``): the rebuild writes what it
+dispatches, in the order it does.
 """
 from __future__ import annotations
 
@@ -34,8 +38,9 @@ import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.codec import consumequeue
-from rocketstore_spark.codec.commitlog import (MAGIC_V1, MAGIC_V2, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH,
-                                               POS_SYS_FLAG, Stop, SysFlag)
+from rocketstore_spark.codec.audit import AuditDecoder
+from rocketstore_spark.codec.commitlog import (BLANK_MAGIC, MAGIC_V1, MAGIC_V2, POS_PHYSICAL_OFFSET,
+                                               POS_STORE_TIMESTAMP_BH, POS_SYS_FLAG, Stop, SysFlag)
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
@@ -207,8 +212,11 @@ class Walk:
 class Simulation:
     """One store's simulated restart (``run``), for a release family and broker settings."""
 
-    def __init__(self, layout: StoreLayout, settings: BrokerSettings, release_family: str | None = None):
+    def __init__(self, layout: StoreLayout, settings: BrokerSettings, release_family: str | None = None,
+                 without_derived: bool = False):
         self.layout, self.settings = layout, settings
+        # a restart after consumequeue/ and index/ were removed (the rebuild: ``restart_dispatch``)
+        self.without_derived = without_derived
         self.family: Family = family_named(release_family) if release_family else settings.release.family
         self.check_crc = bool(settings.values.get("checkCRCOnRecover", True))
         # 5.5.x CommitLog.recoverNormally/recoverAbnormally: maxRecoverNum = getCommitLogRecoverMaxNum(), 10 if <= 0
@@ -344,6 +352,39 @@ class Simulation:
             return w
         return w
 
+    def dispatch_end(self, k: int, start: int) -> tuple[int, str]:
+        """(file position, why) where a dispatch reading segment ``k`` from record start ``start`` stops: the
+        first BLANK, zero fill or damage at or after it (no CRC: ``checkMessageAndReturnSize`` without it);
+        ``why`` is empty at a BLANK, zero fill or the end of the data. A segment the walk scanned is not
+        read again."""
+        seg = self.layout.segments[k]
+        if start == 0 and k in self._checks:
+            s = self._checks[k].scan
+            first, stop, kind, end = s.first_position, s.stop_position, s.stop, s.valid_end
+        else:
+            reader = SegmentReader(seg.path, seg.base_offset, AuditDecoder(check_crc=False), start=start,
+                                   followed=self.layout.followed(k))
+            for _ in reader:
+                pass
+            r = reader.result
+            first, stop, kind, end = r.first_position, r.stop_position, r.stop, r.end_position
+        if first != start:
+            # no record where the dispatch begins: a BLANK or zero fill leads to the next segment, anything
+            # else fails RocketMQ's check there
+            try:
+                fd = os.open(seg.path, os.O_RDONLY)
+                try:
+                    head = os.pread(fd, 8, start)
+                finally:
+                    os.close(fd)
+            except OSError:                 # gone or unreadable since it was listed: nothing to dispatch
+                head = b""
+            magic = int.from_bytes(head[4:8], "big", signed=True) if len(head) == 8 else 0
+            return start, "" if magic in (0, BLANK_MAGIC) else "no valid record where the dispatch begins"
+        if stop is None:
+            return end, ""
+        return stop, kind.describe if kind.is_damage else ""
+
     def later_starts(self, po: int, max_cq: int) -> list[Walk]:
         """The clean starts after this one, each on the store the one before left (the log ending at ``po``,
         its queues reaching ``max_cq``), as long as each cuts the log further. This start's walk may begin
@@ -376,7 +417,8 @@ class Simulation:
 
     def _run(self) -> "RecoveryReport":
         files, segs = self.layout.files, self.layout.segments
-        queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] if files.root is not None else []
+        queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] \
+            if files.root is not None and not self.without_derived else []
         max_cq = max((q.max_physical for q in queues), default=-1)
         report = RecoveryReport(self.family.name, "abnormal" if self.abnormal else "normal", self.checkpoint,
                                 max_cq, queues)
@@ -389,7 +431,7 @@ class Simulation:
         po = w.process_offset
         report.commitlog_files_deleted = [files.relative(s.path)
                                           for s in segs if s.base_offset > po]
-        if self.abnormal and self.index_enable and files.index_dir is not None:
+        if self.abnormal and self.index_enable and files.index_dir is not None and not self.without_derived:
             for p in files.index_files():
                 view = read_index_file(str(p), self.settings.geometry.hash_slot_num)
                 if view.header["end_timestamp"] > self.checkpoint["index_msg_timestamp"]:
@@ -414,14 +456,18 @@ class Simulation:
                     truncate_queue(q, po, file_size)
             after_cut = max((q.max_physical for q in queues), default=-1)
             lo = max(after_cut, log_min) if dispatch_rule == NormalDispatch.FROM_QUEUE_END_AFTER_CUT else po
-            states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues})
+            # without queue files this is start()'s reput, which ``restart_dispatch`` follows itself
+            states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues}) \
+                if not self.without_derived else {}
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
             q.moved = states[q.key].moved
             q.final_min_offset = self._min_offset(q, log_min, dispatch_rule)
         report.dispatch_from, report.dispatch_to = lo, po
+        max_cq_after = report.queue_end_after = max((st.max_physical for st in states.values()), default=-1)
+        if self.without_derived:           # what it dispatches is all ``restart_dispatch`` asks
+            return report
         report.unreachable = self._unreachable(log_min, lo, {key: st.max_physical for key, st in states.items()})
-        max_cq_after = max((st.max_physical for st in states.values()), default=-1)
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
             report.later_starts.append(LaterStart(
@@ -453,7 +499,8 @@ class Simulation:
         """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
         collect the valid, CRC-correct records at or after po (``report.lost``)."""
         states = self.place(report.queues, lo, po, states)
-        report.lost = self._lost(po, None)
+        if not self.without_derived:
+            report.lost = self._lost(po, None)
         return states
 
     def place(self, queues_seen: list[QueueRecovery], lo: int, po: int, states: dict) -> dict:
@@ -532,22 +579,7 @@ class Simulation:
             beyond = np.flatnonzero(phy >= queue_ends[queues.rows(decoder, key)])
             if not len(beyond):
                 continue
-            key, phy, qo = key[beyond], phy[beyond], qo[beyond]
-            order = np.argsort(key, kind="stable")
-            key, phy, qo = key[order], phy[order], qo[order]
-            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            counts = np.diff(np.r_[starts, len(key)])
-            lows, highs = np.minimum.reduceat(qo, starts), np.maximum.reduceat(qo, starts)
-            firsts, lasts = np.minimum.reduceat(phy, starts), np.maximum.reduceat(phy, starts)
-            for j, start in enumerate(starts.tolist()):
-                topic, queue_id = dispatch.queue_of(key[start])
-                name = (decoder.topics[topic], queue_id)
-                row = [int(counts[j]), int(lows[j]), int(highs[j]), int(firsts[j]), int(lasts[j])]
-                agg = out.setdefault(name, row)
-                if agg is not row:
-                    agg[0] += row[0]
-                    agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
-                    agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
+            add_queue_spans(out, decoder.topics, key[beyond], phy[beyond], qo[beyond])
         return out
 
     def _lost(self, lo: int, hi: int | None) -> pa.Table | None:
@@ -589,6 +621,30 @@ class Simulation:
                     yield from queued.popleft().result()
             while queued:
                 yield from queued.popleft().result()
+
+
+def add_queue_spans(out: dict, topics: list[str], key: np.ndarray, phy: np.ndarray, qo: np.ndarray) -> None:
+    """Records counted into ``out`` per queue: their queue keys (topics numbered as ``topics``: a
+    ``DispatchDecoder``'s), physical offsets and queue offsets. ``out``: (topic, queue id) -> [messages, lowest
+    and highest queue offset, first and last physical offset], grown in place (one sort per call: no loop per
+    record)."""
+    if not len(key):
+        return
+    order = np.argsort(key, kind="stable")
+    key, phy, qo = key[order], phy[order], qo[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    counts = np.diff(np.r_[starts, len(key)])
+    lows, highs = np.minimum.reduceat(qo, starts), np.maximum.reduceat(qo, starts)
+    firsts, lasts = np.minimum.reduceat(phy, starts), np.maximum.reduceat(phy, starts)
+    for j, start in enumerate(starts.tolist()):
+        topic, queue_id = dispatch.queue_of(key[start])
+        name = (topics[topic], queue_id)
+        row = [int(counts[j]), int(lows[j]), int(highs[j]), int(firsts[j]), int(lasts[j])]
+        agg = out.setdefault(name, row)
+        if agg is not row:
+            agg[0] += row[0]
+            agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
+            agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
 
 
 class _QueueRows:
@@ -646,7 +702,103 @@ class RecoveryReport:
     # queued records the restart keeps in the log but no queue reaches: (topic, queue id) -> [messages, first
     # and last queue offset, first and last physical offset] (``Simulation._unreachable``)
     unreachable: dict = field(default_factory=dict)
+    queue_end_after: int = -1                # the largest queue end after the restart's dispatch (-1: none)
 
 
-__all__ = ["LaterStart", "RecoveryReport", "Simulation", "first_entry_at_or_above", "recover_queue",
-           "truncate_queue"]
+@dataclass(frozen=True)
+class DispatchPiece:
+    """A byte range of one segment that a restart dispatches in one go, free of damage: physical offsets
+    [start, end) of the segment at ``path``."""
+    path: str
+    base_offset: int
+    followed: bool                           # a later segment exists (the reader's ``followed``)
+    start: int
+    end: int
+    phase: str                               # "recovery" (the CommitLog walk dispatches) or "reput" (start())
+
+
+@dataclass
+class RestartDispatch:
+    """What a restart of a store whose ``consumequeue/`` and ``index/`` were removed dispatches — RocketMQ's own
+    rebuild of them (``restart_dispatch``): the records of ``pieces``, in that order, each through the queue
+    placement and the index's put (which skips a record below the last one indexed)."""
+    report: RecoveryReport                   # the simulated restart (no queues, no IndexFiles)
+    ranges: list[tuple[int, int, str]]       # (from, to, phase): what is dispatched, in order (one per phase)
+    pieces: list[DispatchPiece]              # the ranges cut at segment ends and where a segment's reading stops
+    stops: list[tuple[str, int, str]]        # (file, byte, why): a segment whose dispatch ends before its data does
+    recovery_delay_levels: bool = True       # the release's ``Family.recovery_delay_levels``
+
+    def delay_levels(self, phase: str, message_delay_level: str) -> str:
+        """The delay-level table a phase's dispatch computes SCHEDULE_TOPIC_XXXX tagsCodes with: none for a
+        4.x crash recovery (its delay table is loaded after it: the entries keep the TAGS hash)."""
+        return message_delay_level if phase != "recovery" or self.recovery_delay_levels else ""
+
+    @property
+    def intervals(self) -> np.ndarray:
+        """The pieces as sorted, merged [start, end) physical offsets (rows of 2)."""
+        spans = sorted((p.start, p.end) for p in self.pieces)
+        merged: list[list[int]] = []
+        for lo, hi in spans:
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        return np.array(merged, dtype=np.int64).reshape(-1, 2)
+
+    def describe(self) -> list[str]:
+        """The restart in sentences: where its walk starts and stops, what it dispatches."""
+        r, w = self.report, self.report.walk
+        out = [f"RocketMQ {r.release_family}, {r.shutdown} shutdown"]
+        if w is None:
+            return out + [r.shutdown_reason or "nothing to dispatch"]
+        out.append(f"CommitLog walk from {w.start_file} ({w.start_reason}); the log ends at {w.process_offset}"
+                   + (f" ({w.stop_file} @ byte {w.stop_position}: {w.stop_reason})" if w.stop_file else ""))
+        for lo, hi, phase in self.ranges:
+            out.append(f"{'recovery dispatches' if phase == 'recovery' else 'reput at start() dispatches'} "
+                       f"[{lo}, {hi})" if hi > lo else f"{'recovery' if phase == 'recovery' else 'reput'}: nothing")
+        out += [f"dispatch of {file} ends at byte {at}: {why} (the rest of the segment is skipped)"
+                for file, at, why in self.stops]
+        return out
+
+
+def restart_dispatch(layout: StoreLayout, settings: BrokerSettings) -> RestartDispatch:
+    """What the release of ``settings`` dispatches when it starts on ``layout`` without ``consumequeue/`` and
+    ``index/`` (driver; reads the store read-only): the restart ``Simulation`` runs without them (normal or
+    crash start as the ``abort`` file says), then ``start()``'s reput runs from the largest queue end the
+    recovery left (none: the CommitLog minimum) to where the log ends — what 4.9.x always does and 5.x does
+    with ``recheckReputOffsetFromCq=true``, the setting RocketMQ's own rebuild needs (docs/format/recovery.md).
+
+    The recovery's walk stops at the first damage it reads, so its dispatch holds none. The reput reads
+    segments the walk did not (``checkMessageAndReturnSize`` without CRC): a BLANK leads to the next
+    segment, and so does damage — ReputMessageService on a master skips the rest of that segment
+    (``reputFromOffset += result.getSize() - readSize``), so every later segment is dispatched again. A
+    record whose lengths do not add up is taken as damage too (RocketMQ's reput then steps by TOTALSIZE from
+    a buffer left elsewhere; not modelled)."""
+    sim = Simulation(layout, settings, without_derived=True)
+    report = sim.run()
+    out = RestartDispatch(report, [], [], [], sim.family.recovery_delay_levels)
+    if report.walk is None:
+        return out
+    segs = layout.segments
+    po, log_min = report.walk.process_offset, segs[0].base_offset
+    recovered = report.shutdown == "abnormal" or sim.family.normal_dispatch == NormalDispatch.DURING_WALK
+    if recovered:
+        out.ranges.append((report.dispatch_from, po, "recovery"))
+    out.ranges.append((max(report.queue_end_after if recovered else -1, log_min), po, "reput"))
+    for lo, hi, phase in out.ranges:
+        for k, seg in enumerate(segs):
+            start, end = max(lo, seg.base_offset), min(hi, seg.base_offset + seg.size)
+            if start >= end:
+                continue
+            stop, why = sim.dispatch_end(k, start - seg.base_offset)
+            if seg.base_offset + stop < end:
+                end = seg.base_offset + stop
+                if why and phase == "reput":
+                    out.stops.append((layout.files.relative(seg.path), stop, why))
+            if end > start:
+                out.pieces.append(DispatchPiece(seg.path, seg.base_offset, layout.followed(k), start, end, phase))
+    return out
+
+
+__all__ = ["DispatchPiece", "LaterStart", "RecoveryReport", "RestartDispatch", "Simulation", "add_queue_spans",
+           "first_entry_at_or_above", "recover_queue", "restart_dispatch", "truncate_queue"]

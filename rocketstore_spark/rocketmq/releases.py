@@ -13,6 +13,10 @@ their differences (docs/format/recovery.md "Version differences", docs/format/ro
 | 5.5.x         | 5.4.0 and later | newest valid first record | first record's offset <= | during the walk        | yes        | max offset  |
 |               |                 | <= maxCQ (10 back at most)| logicsPhysicalOffset     |                        |            |             |
 
+A crash recovery dispatches inside ``load()``; 4.x loads its ScheduleMessageService (the delay-level table) only
+after that, so the SCHEDULE_TOPIC_XXXX entries it writes keep the TAGS hash as tagsCode, not the delivery time
+(``recovery_delay_levels`` False; 5.x parses the table in the store's constructor).
+
 5.4.x, whose recovery source was not read, is taken as 5.5.x (its dispatch was read: it indexes TAGS). Pure;
 imported wherever settings are resolved (driver, executor, CLI).
 """
@@ -53,6 +57,7 @@ class Family:
     normal_dispatch: NormalDispatch
     index_tags: bool                # IndexService.buildIndex also puts topic#T#TAGS (the whole TAGS value)
     expired_min_is_max: bool        # a queue whose every entry is expired: min offset = max offset (else 0)
+    recovery_delay_levels: bool = True  # the delay-level table is loaded when a crash recovery dispatches
 
     def __str__(self) -> str:
         return self.name
@@ -60,7 +65,8 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("4.9.x", (4, 0, 0), NormalStart.THIRD_LAST, CrashStart.MIN_TIMESTAMP,
-           NormalDispatch.FROM_QUEUE_END_AFTER_CUT, index_tags=False, expired_min_is_max=False),
+           NormalDispatch.FROM_QUEUE_END_AFTER_CUT, index_tags=False, expired_min_is_max=False,
+           recovery_delay_levels=False),
     Family("5.0-5.3.1", (5, 0, 0), NormalStart.THIRD_LAST, CrashStart.MIN_TIMESTAMP,
            NormalDispatch.NONE, index_tags=False, expired_min_is_max=True),
     Family("5.3.2-5.3.x", (5, 3, 2), NormalStart.LAST_BELOW_MAX_CQ, CrashStart.MIN_TIMESTAMP,

@@ -9,6 +9,11 @@
    them, so with the keys counted per scan task every file's keys, and the previous file's last key its
    header is pre-set from, are known (``plan_index_files``).
 
+What is dispatched is what the in-process rebuild dispatches (``rebuild.output``): by default the release's
+own rebuild (``rocketmq.recovery.restart_dispatch``), each range it dispatches scanned in its turn (a range
+dispatched again after the recovery's takes no index key below the last one put before it); with ``resync``
+the whole log, and the write tasks count the entries the release would not have.
+
 No per-record rows go through Spark (no shuffle: the tasks' inputs are their specs), and both stages produce
 the bytes the in-process rebuild does. The output directory must be reachable by every executor at the same
 path (local mode, or a shared file system on a cluster). Settings are resolved and the output directory
@@ -24,10 +29,11 @@ import numpy as np
 import pyarrow as pa
 
 from rocketstore_spark.datasource import session_cores
-from rocketstore_spark.datasource.planning import plan_partitions
+from rocketstore_spark.datasource.planning import SegmentRange, plan_partitions, plan_ranges
 from rocketstore_spark.rebuild import parallel
-from rocketstore_spark.rebuild.diff import Difference, compare
-from rocketstore_spark.rebuild.output import index_name, prepare
+from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
+from rocketstore_spark.rebuild.output import BEYOND_FIELDS, index_name, prepare
+from rocketstore_spark.rocketmq.recovery import RestartDispatch, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store import spill
 
@@ -38,13 +44,18 @@ QUEUE_ARROW = pa.schema([("topic", pa.string()), ("queue_id", pa.int32()), ("fil
                          ("max_offset", pa.int64()), ("written", pa.int64()), ("skipped", pa.int64()),
                          ("moved", pa.int64()), ("findings", _STRINGS)])
 SCAN_SPEC = "task INT, paths ARRAY<STRING>, base_offsets ARRAY<BIGINT>, starts ARRAY<BIGINT>, ends ARRAY<BIGINT>, " \
-            "followed ARRAY<BOOLEAN>"
+            "followed ARRAY<BOOLEAN>, key_floor BIGINT, delay STRING"
 SCAN_RESULT = "task INT, topics ARRAY<STRING>, keys BIGINT, findings ARRAY<STRING>"
 SCAN_ARROW = pa.schema([("task", pa.int32()), ("topics", _STRINGS), ("keys", pa.int64()), ("findings", _STRINGS)])
 WRITE_SPEC = "kind STRING, group_or_first BIGINT, count BIGINT, name STRING"
-WRITE_RESULT = f"kind STRING, name STRING, queues ARRAY<STRUCT<{QUEUE_SUMMARY}>>, findings ARRAY<STRING>"
+BEYOND_SUMMARY = ", ".join(f"{name} {'STRING' if name == 'topic' else 'INT' if name == 'queue_id' else 'BIGINT'}"
+                           for name in BEYOND_FIELDS)
+BEYOND_ARROW = pa.schema([(name, pa.string() if name == "topic" else pa.int32() if name == "queue_id" else pa.int64())
+                          for name in BEYOND_FIELDS])
+WRITE_RESULT = (f"kind STRING, name STRING, queues ARRAY<STRUCT<{QUEUE_SUMMARY}>>, findings ARRAY<STRING>, "
+                f"beyond ARRAY<STRUCT<{BEYOND_SUMMARY}>>")
 WRITE_ARROW = pa.schema([("kind", pa.string()), ("name", pa.string()), ("queues", pa.list_(pa.struct(QUEUE_ARROW))),
-                         ("findings", _STRINGS)])
+                         ("findings", _STRINGS), ("beyond", pa.list_(pa.struct(BEYOND_ARROW)))])
 
 
 @dataclass
@@ -56,45 +67,68 @@ class SparkRebuild:
     index_files: list[str]
     findings: list[str]
     differences: list[Difference]
+    resync: bool = False
+    restart: RestartDispatch | None = None
+    beyond: dict | None = None        # resync: (topic, queue id) -> [entries, queue offsets, physical offsets]
 
 
 def rebuild(spark, store: str, output, options: dict | None = None, broker_conf: str | None = None,
-            allow_conflicts: bool = False, split_size: int | None = None) -> SparkRebuild:
+            allow_conflicts: bool = False, split_size: int | None = None, resync: bool = False) -> SparkRebuild:
     """Rebuild one store's ConsumeQueues and IndexFiles into ``output`` with Spark, then compare (driver).
     ``split_size``: CommitLog bytes per scan task (default: the store over the session's cores, as the
-    ``rocketmq`` source plans)."""
+    ``rocketmq`` source plans). By default what the release's own rebuild writes; ``resync``: every valid
+    record (``rebuild.output.rebuild_store``)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
+    restart = restart_dispatch(layout, settings)
     parallelism = session_cores(spark)
-    ranges = plan_partitions([(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)],
-                             split_size, parallelism)
+    if resync:
+        stages = [(plan_partitions([(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)],
+                                   split_size, parallelism), settings.message_delay_level)]
+    else:                            # each dispatched range in its turn
+        stages = [(plan_ranges([SegmentRange(layout.name, p.path, p.base_offset, p.start - p.base_offset,
+                                             p.end - p.base_offset, p.followed)
+                                for p in restart.pieces if p.phase == phase], split_size, parallelism),
+                   restart.delay_levels(phase, settings.message_delay_level)) for _, _, phase in restart.ranges]
     work = out / spill.SPILL_DIR
     try:
-        queues, index_files, findings = _run(spark, ranges, work, out, settings, max(parallelism, 1))
+        queues, index_files, findings, beyond = _run(spark, stages, work, out, settings, max(parallelism, 1),
+                                                     restart.intervals if resync else None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     findings = sorted(set(findings) | {f.render() for f in layout.findings})
-    return SparkRebuild(layout.name, out, settings, queues, index_files, findings, compare(layout.files, out))
+    return SparkRebuild(layout.name, out, settings, queues, index_files, findings,
+                        compare(layout.files, out) + beyond_differences(beyond, settings.release_label), resync,
+                        restart, beyond)
 
 
-def _run(spark, partitions, work: Path, out: Path, settings: BrokerSettings, groups: int):
-    """The two stages (driver): (queue rows, IndexFile names, findings rendered)."""
+def _run(spark, stages, work: Path, out: Path, settings: BrokerSettings, groups: int, release=None):
+    """The two stages (driver): (queue rows, IndexFile names, findings rendered, beyond). ``stages``: (the scan
+    tasks' partitions, the delay levels their dispatch uses), one per range dispatched, scanned in turn;
+    ``release``: the intervals the release dispatches (resync: entries outside them are counted per queue)."""
     from pyspark.sql import Row
-    geometry, release, delay = settings.geometry, settings.release, settings.message_delay_level
+    geometry, index_tags = settings.geometry, settings.release.index_tags
     work_s, out_s, file_size = str(work), str(out), settings.consume_queue_file_size
 
     def scan(batches):
         for b in batches:
             for spec in b.to_pylist():
                 ranges = list(zip(spec["paths"], spec["base_offsets"], spec["starts"], spec["ends"], spec["followed"]))
-                topics, keys, found = spill.scan_range(ranges, Path(work_s), spec["task"], groups, delay,
-                                                       geometry is not None, release.index_tags)
+                topics, keys, found = spill.scan_range(ranges, Path(work_s), spec["task"], groups, spec["delay"],
+                                                       geometry is not None, index_tags, spec["key_floor"])
                 yield pa.RecordBatch.from_pylist([{"task": spec["task"], "topics": topics, "keys": keys,
                                                    "findings": [f.render() for f in found]}], schema=SCAN_ARROW)
 
-    specs = [{"task": k, "paths": [r.path for r in p.ranges], "base_offsets": [r.base_offset for r in p.ranges],
-              "starts": [r.start for r in p.ranges], "ends": [r.end for r in p.ranges],
-              "followed": [r.followed for r in p.ranges]} for k, p in enumerate(partitions)]
-    scanned = sorted(_each(spark, specs, SCAN_SPEC, scan, SCAN_RESULT), key=lambda r: r.task)
+    scanned = []
+    for partitions, delay in stages:
+        # the last key put so far: a range dispatched again puts no key below it (IndexService.buildIndex)
+        total = sum(r.keys for r in scanned)
+        floor = spill.key_at(work, [r.keys for r in scanned], total - 1)[0] if total else -1
+        specs = [{"task": len(scanned) + k, "paths": [r.path for r in p.ranges],
+                  "base_offsets": [r.base_offset for r in p.ranges], "starts": [r.start for r in p.ranges],
+                  "ends": [r.end for r in p.ranges], "followed": [r.followed for r in p.ranges], "key_floor": floor,
+                  "delay": delay}
+                 for k, p in enumerate(partitions)]
+        scanned += sorted(_each(spark, specs, SCAN_SPEC, scan, SCAN_RESULT), key=lambda r: r.task)
     topics = [list(r.topics) for r in scanned]
     task_keys = [r.keys for r in scanned]
     findings = [f for r in scanned for f in r.findings]
@@ -112,15 +146,18 @@ def _run(spark, partitions, work: Path, out: Path, settings: BrokerSettings, gro
                     parallel.write_index_file(Path(work_s), task_keys, Path(out_s), spec["name"], geometry,
                                            spec["group_or_first"], spec["count"])
                     yield pa.RecordBatch.from_pylist([{"kind": "index", "name": spec["name"], "queues": [],
-                                                       "findings": []}], schema=WRITE_ARROW)
+                                                       "findings": [], "beyond": []}], schema=WRITE_ARROW)
                     continue
-                written, unsafe, found = parallel.write_queue_group(Path(work_s), spec["group_or_first"], topics,
-                                                                 Path(out_s), file_size)
+                written, unsafe, found, beyond = parallel.write_queue_group(
+                    Path(work_s), spec["group_or_first"], topics, Path(out_s), file_size, release)
                 rows = [(q.topic, q.queue_id, q.files, q.state.max_offset, q.state.written, q.state.skipped,
                          q.state.moved) for q in written] + [(t, qid, [], 0, 0, 0, 0) for t, qid in unsafe]
                 rendered = [f.render() for f in found]
-                yield pa.RecordBatch.from_pylist([{"kind": "queues", "name": None, "findings": rendered, "queues": [
-                    dict(zip(QUEUE_ARROW.names, r + (rendered,))) for r in rows]}], schema=WRITE_ARROW)
+                yield pa.RecordBatch.from_pylist([{
+                    "kind": "queues", "name": None, "findings": rendered,
+                    "queues": [dict(zip(QUEUE_ARROW.names, r + (rendered,))) for r in rows],
+                    "beyond": [dict(zip(BEYOND_FIELDS, (*name, *span))) for name, span in beyond.items()]}],
+                    schema=WRITE_ARROW)
 
     # the IndexFiles first: with few cores, each one is a task of its own next to the queue groups
     specs = [{"kind": "index", "group_or_first": first, "count": n, "name": name}
@@ -129,7 +166,9 @@ def _run(spark, partitions, work: Path, out: Path, settings: BrokerSettings, gro
     built = _each(spark, specs, WRITE_SPEC, write, WRITE_RESULT)
     queues = sorted((Row(**q.asDict()) for r in built for q in r.queues), key=lambda q: (q.topic, q.queue_id))
     findings += [f for r in built for f in r.findings]
-    return queues, sorted(r.name for r in built if r.kind == "index"), findings
+    # a queue is written by one task: its span comes whole from there
+    beyond = {(b.topic, b.queue_id): [b[name] for name in BEYOND_FIELDS[2:]] for r in built for b in (r.beyond or [])}
+    return queues, sorted(r.name for r in built if r.kind == "index"), findings, beyond
 
 
 def _each(spark, specs: list[dict], spec_schema: str, task, result: str) -> list:

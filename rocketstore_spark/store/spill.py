@@ -49,10 +49,11 @@ def queue_group(topic_hash, queue_id, groups: int):
 
 
 def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level: str, index: bool,
-               index_tags: bool) -> tuple[list[str], int, list[Finding]]:
+               index_tags: bool, key_floor: int = -1) -> tuple[list[str], int, list[Finding]]:
     """Dispatch the records of ``ranges`` ((path, base offset, start, end, followed) of segment byte ranges,
     in CommitLog order) into spill files (executor): (the topics the entry files number, keys put, findings
-    of the reading)."""
+    of the reading). ``key_floor``: the physical offset of the last key put before these ranges (records
+    dispatched again: the IndexFile takes no key below it, ``IndexService.buildIndex``)."""
     decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags)
     findings: list[Finding] = []
     spill.mkdir(parents=True, exist_ok=True)
@@ -79,9 +80,10 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                         if bounds[g + 1] > bounds[g]:
                             files[g].write(rows[order[bounds[g]:bounds[g + 1]]].tobytes())
                     if index:
-                        put = np.empty(len(w.key_hash), dtype=KEY_SPILL)
-                        put["key_hash"], put["physical_offset"] = w.key_hash, w.key_physical_offset
-                        put["store_timestamp"] = w.key_store_timestamp
+                        take = w.key_physical_offset >= key_floor
+                        put = np.empty(int(take.sum()), dtype=KEY_SPILL)
+                        put["key_hash"], put["physical_offset"] = w.key_hash[take], w.key_physical_offset[take]
+                        put["store_timestamp"] = w.key_store_timestamp[take]
                         key_file.write(put.tobytes())
                         keys += len(put)
                 findings.extend(reader.result.findings)

@@ -91,3 +91,33 @@ def test_a_store_whose_index_fits_one_file_is_rebuilt(spark, tmp_path):
                                                                      "maxIndexNum": 20_000_000}, allow_conflicts=True)
     assert (tmp_path / "alone" / "index" / alone.index_files[0]).read_bytes() == \
         (tmp_path / "out" / "index" / result.index_files[0]).read_bytes()
+
+
+def test_on_a_damaged_log_the_spark_rebuild_follows_the_release_and_resync_lists_the_rest(spark, tmp_path, capsys):
+    # 4.9.8/corrupt-window: a crash recovery from segment 131,072 to the flipped byte at 525,101 (RocketMQ's
+    # restart of a copy: the manifest), then the reput; 16 KiB partitions cut both ranges anywhere
+    from rocketstore_spark.rebuild.output import rebuild_store
+    from rocketstore_spark.spark.rebuild import rebuild
+    g = BY_ID["4.9.8/corrupt-window"]
+    d = g.manifest["recovery"]["dispatched_during_load"]
+    for resync in (False, True):
+        alone = rebuild_store(str(g.store), tmp_path / f"alone-{resync}", resync=resync)
+        result = rebuild(spark, str(g.store), tmp_path / f"spark-{resync}", split_size=16384, resync=resync)
+        assert tree_bytes(tmp_path / f"spark-{resync}") == tree_bytes(tmp_path / f"alone-{resync}")
+        assert result.restart.ranges[0] == (d["first_physical_offset"], d["end_physical_offset"], "recovery")
+        assert result.beyond == alone.beyond and bool(result.beyond) == resync
+        assert [x.as_row() for x in result.differences] == [x.as_row() for x in alone.differences]
+    args = ["--store", str(g.store), "--output", str(tmp_path / "job"), "--resync", "--differences", str(tmp_path / "diff")]
+    assert job.main(spark, args) == 3
+    out = capsys.readouterr().out
+    assert "Resynchronised (--resync)" in out and "own rebuild does not write" in out
+    rows = spark.read.format("delta").load(str(tmp_path / "diff")).where("kind = 'beyond_release'").collect()
+    assert {(r.topic, r.queue_id, r.entries_missing) for r in rows} == \
+        {(t, q, span[0]) for (t, q), span in result.beyond.items()}
+    # a reput range after the recovery's: its scan puts no index key below the last one put before it
+    from tests.rebuild.test_rebuild_release import crashed_with_prepared_tail
+    store, options, _ = crashed_with_prepared_tail(tmp_path / "prepared", "4.9.8")
+    alone = rebuild_store(str(store), tmp_path / "prepared-alone", options=options)
+    result = rebuild(spark, str(store), tmp_path / "prepared-spark", options, split_size=512)
+    assert len(result.restart.ranges) == 2 and result.restart.ranges[1][1] > result.restart.ranges[1][0]
+    assert tree_bytes(tmp_path / "prepared-spark") == tree_bytes(tmp_path / "prepared-alone")

@@ -60,7 +60,8 @@ def test_the_diff_names_the_first_entry_that_differs(tmp_path):
             f"{m['total_size']}, {m['tags_code']}); {s['entries_removed']} entries differ ({s['entries_removed']} "
             "missing from the store, 0 only in the store, 0 changed)")
     doc = result.document()
-    assert (doc["document_type"], doc["document_version"]) == ("rocketstore-spark/rebuild", 1)
+    assert (doc["document_type"], doc["document_version"]) == ("rocketstore-spark/rebuild", 2)
+    assert doc["mode"] == "release" and doc["restart"]["shutdown"] == "normal" and doc["beyond_release"] == []
     assert doc["settings"]["release"] == doc["rocketmq_version"] == str(result.settings.release)
     assert doc["settings"]["release_family"] == result.settings.release.family.name
     assert doc["settings"]["values"]["mappedFileSizeConsumeQueue"] == result.settings.consume_queue_file_size

@@ -32,7 +32,7 @@ def test_spilled_tasks_write_rocketmqs_files(g, split_size, groups, tmp_path):
         topics.append(names)
         task_keys.append(keys)
     for group in range(groups):
-        _, unsafe, findings = parallel.write_queue_group(work, group, topics, out,
+        _, unsafe, findings, _ = parallel.write_queue_group(work, group, topics, out,
                                                       settings.consume_queue_file_size)
         assert not unsafe and not findings
     previous = None
