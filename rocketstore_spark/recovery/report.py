@@ -162,9 +162,10 @@ def _lost(t) -> dict:
 
 
 REMEDY = ("rebuild the ConsumeQueues from the whole CommitLog before the broker starts (rocketstore rebuild STORE "
-          "--output DIR --resync writes them — a plain rebuild writes what RocketMQ's own restart would, which does "
-          "not reach them either —; rocketstore recover plan / apply puts them in place), or on RocketMQ 5.x start "
-          "it once with recheckReputOffsetFromCq=true, which dispatches the log again from the queues' end")
+          "--output DIR --resync writes an entry for every record; a plain rebuild writes what RocketMQ's own "
+          "restart without queue files would, which after a crash dispatches only from the checkpoint's segment on; "
+          "rocketstore recover plan / apply puts them in place), or on RocketMQ 5.x start it once with "
+          "recheckReputOffsetFromCq=true, which dispatches the log again from the queues' end")
 
 
 def _unreachable(per_queue: dict) -> dict:
