@@ -200,6 +200,9 @@ def test_overlapping_files_and_a_run_across_a_gap(tmp_path, monkeypatch):
     data[3 * FILE_SIZE]["size"][5:] = 0                        # offsets 29-31 invalid,
     del data[4 * FILE_SIZE]                                    # 32-39 lost,
     data[5 * FILE_SIZE]["size"][:2] = 0                        # 40-41 invalid: one run of 5 in file order
+    past = np.concatenate([data[0], data[0]]).astype(consumequeue.ENTRY_DTYPE)   # past the queue's end:
+    data[100 * consumequeue.ENTRY_SIZE] = past                 # an oversized file at 100-115
+    data[104 * consumequeue.ENTRY_SIZE] = data[0].copy()       # and a misnamed one over it at 104-111
     for name, e in data.items():
         (queue_dir / f"{name:020d}").write_bytes(e.tobytes())
     log = LogBounds(0, n * 100)
@@ -209,7 +212,12 @@ def test_overlapping_files_and_a_run_across_a_gap(tmp_path, monkeypatch):
     # at 11-15 the first entry in file order is file 1's (right); at 16-18 the overlapping file's (wrong)
     mismatched = [f.queue_offset for f in whole.findings if f.check == "consumequeue.entry_mismatch"]
     assert mismatched == [16, 17, 18]
-    assert not any(f.check == "consumequeue.extra_entry" for f in whole.findings)
+    # entries where dispatch writes none: by queue offset, then file order; 24 of them, 20 listed
+    extra = [f for f in whole.findings if f.check == "consumequeue.extra_entry"]
+    assert [(f.queue_offset, f.file[-3:]) for f in extra[:20]] == [(100, "000"), (101, "000"), (102, "000"),
+                                                                   (103, "000")] + \
+        [(q, name) for q in range(104, 112) for name in ("000", "080")]
+    assert len(extra) == 21 and extra[20].evidence["omitted"] == 4 and extra[20].evidence["last_queue_offset"] == 115
     missing = [f.queue_offset for f in whole.findings if f.check == "consumequeue.missing_entry"]
     assert missing == list(range(32, 40))
     for part in range(1, 26):
