@@ -89,7 +89,7 @@ def timed(argv: list[str], python_path: Path = ROOT, ok=(0, 3)) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{python_path}{os.pathsep}{ROOT}"}
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CLI_WITH_PEAK, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, env=env, cwd=ROOT)
+                          text=True, env=env, cwd=python_path)        # python -c puts the cwd first on the path
     seconds = time.perf_counter() - t
     if proc.returncode not in ok or "PEAK_KIB" not in proc.stderr:
         raise RuntimeError(f"rocketstore {' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
