@@ -75,12 +75,8 @@ def build_store(out: Path, gib: float, segment_mib: int, queue_offsets: bool = F
     template, positions = synthetic_segment(seg_size)
     per_queue = queue_sizes(template, positions) if queue_offsets else None
     for k in range(n_segments):
-        copy = rebase_segment(template, positions, k * seg_size)
-        if per_queue is not None:
-            renumber = np.frombuffer(template[(positions[:, None] + 20 + np.arange(8)).ravel()].tobytes(), ">i8") \
-                + k * per_queue
-            copy[(positions[:, None] + 20 + np.arange(8)).ravel()] = np.frombuffer(
-                renumber.astype(">i8").tobytes(), dtype=np.uint8)
+        copy = rebase_segment(template, positions, k * seg_size,
+                              queue_offset_delta=0 if per_queue is None else k * per_queue)
         (cl / f"{k * seg_size:020d}").write_bytes(copy.tobytes())
     marker.touch()
     return sorted(cl.iterdir())

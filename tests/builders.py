@@ -53,26 +53,52 @@ def synthetic_segment(segment_size: int, seed: int = 7, topics: int = 20) -> tup
     return np.frombuffer(bytes(w.segments[0]), dtype=np.uint8).copy(), np.array(positions, dtype=np.int64)
 
 
-def rebase_segment(segment: np.ndarray, positions: np.ndarray, base_offset: int, file_position: int = 0) -> np.ndarray:
+def rebase_segment(segment: np.ndarray, positions: np.ndarray, base_offset: int, file_position: int = 0,
+                   queue_offset_delta=0) -> np.ndarray:
     """A copy of ``segment`` whose records' PHYSICALOFFSET fields say it lies at ``file_position`` of the
-    segment starting at ``base_offset``."""
+    segment starting at ``base_offset``; ``queue_offset_delta`` (one for every record, or one each) is added to
+    their QUEUEOFFSETs."""
     out = segment.copy()
-    value = base_offset + file_position + positions
-    for b in range(8):                              # big-endian int64 at record + 28
-        out[positions + 28 + b] = (value >> (56 - 8 * b)) & 0xFF
+    _put_int64(out, positions + 28, base_offset + file_position + positions)
+    if np.any(queue_offset_delta):
+        _put_int64(out, positions + 20, int64_at(segment, positions + 20) + queue_offset_delta)
     return out
 
 
-def tiled_segment_chunks(segment: np.ndarray, positions: np.ndarray, segment_size: int, base_offset: int = 0):
+def int64_at(segment: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The big-endian int64 fields at byte positions ``at`` of ``segment`` (e.g. records' QUEUEOFFSET: + 20)."""
+    return np.frombuffer(segment[(at[:, None] + np.arange(8)).ravel()].tobytes(), ">i8").astype(np.int64)
+
+
+def _put_int64(segment: np.ndarray, at: np.ndarray, value) -> None:
+    value = np.asarray(value, np.int64)
+    for b in range(8):                              # big-endian
+        segment[at + b] = (value >> (56 - 8 * b)) & 0xFF
+
+
+def tiled_segment_chunks(segment: np.ndarray, positions: np.ndarray, segment_size: int, base_offset: int = 0,
+                         queue_offset_base: int | None = None):
     """Yields the bytes of one ``segment_size`` segment made of back-to-back copies of ``segment``'s records
     (its BLANK dropped), PHYSICALOFFSET rebased per copy, closed with a BLANK: a segment of any size (1 GiB
-    for size tests) in bounded memory. Queue offsets repeat across copies."""
-    last = int(positions[-1])
-    end = last + int(struct.unpack_from(">i", segment[last:last + 4].tobytes())[0])
-    copies = (segment_size - 8) // end
+    for size tests) in bounded memory. Queue offsets repeat across copies — or, with ``queue_offset_base``, copy
+    k's are its template's plus ``queue_offset_base + k * len(positions)`` (a template whose records are one
+    queue's 0, 1, ... makes the segment hold that queue's next ``tile_copies * len(positions)`` offsets)."""
+    end = template_end(segment, positions)
+    copies = tile_copies(segment, positions, segment_size)
     for k in range(copies):
-        yield rebase_segment(segment[:end], positions, base_offset, k * end)
+        delta = 0 if queue_offset_base is None else queue_offset_base + k * len(positions)
+        yield rebase_segment(segment[:end], positions, base_offset, k * end, delta)
     tail = np.zeros(segment_size - copies * end, dtype=np.uint8)
     tail[:8] = np.frombuffer(encode_blank(len(tail)), dtype=np.uint8)
     yield tail
 
+
+def template_end(segment: np.ndarray, positions: np.ndarray) -> int:
+    """Where the last record of a template segment ends (its BLANK after that)."""
+    last = int(positions[-1])
+    return last + int(struct.unpack_from(">i", segment[last:last + 4].tobytes())[0])
+
+
+def tile_copies(segment: np.ndarray, positions: np.ndarray, segment_size: int) -> int:
+    """How many copies of the template's records ``tiled_segment_chunks`` puts in a segment of that size."""
+    return (segment_size - 8) // template_end(segment, positions)

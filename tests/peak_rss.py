@@ -15,3 +15,24 @@ def peak_rss_kib() -> int:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+# `rocketstore ARGV` in a process that reports its own peak on stderr: python -c CLI_WITH_PEAK ARGV... (cwd: the
+# repository, for tests.peak_rss); ``reported_peak_mib`` reads it back
+CLI_WITH_PEAK = """
+import sys
+from tests.peak_rss import peak_rss_kib
+from rocketstore_spark.cli.main import cli
+code = 0
+try:
+    cli.main(args=sys.argv[1:], prog_name="rocketstore")
+except SystemExit as e:
+    code = e.code
+print(f"PEAK_KIB {peak_rss_kib()}", file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def reported_peak_mib(stderr: str) -> float:
+    """The peak a CLI_WITH_PEAK process printed, in MiB."""
+    return int(stderr.rsplit("PEAK_KIB ", 1)[1].split()[0]) / 1024

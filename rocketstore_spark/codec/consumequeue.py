@@ -36,18 +36,25 @@ def held(entries: np.ndarray) -> np.ndarray:
     """A file's entries without the zeros a broker preallocated past its last written entry — but one of them
     kept, so a file that is not full still reads as not full (a 6 MB ConsumeQueue file holding a few thousand
     entries is decoded as those, not as 300,000)."""
-    if not len(entries):
-        return entries
-    data = entries.view(np.uint8).reshape(-1)
-    step, end = 1 << 14, len(entries)
-    while end > 0:                      # from the end, a chunk at a time: a full file costs one chunk
-        start = max(0, end - step)
-        chunk = data[start * ENTRY_SIZE:end * ENTRY_SIZE]
-        if np.count_nonzero(chunk):     # one pass over contiguous bytes (fast); the entry found in this chunk only
-            used = np.flatnonzero(np.count_nonzero(chunk.reshape(-1, ENTRY_SIZE), axis=1))
-            return entries[:min(len(entries), start + int(used[-1]) + 2)]
+    return entries[:held_count(len(entries), lambda start, end: entries[start:end])]
+
+
+HELD_STEP = 1 << 14
+
+
+def held_count(count: int, read) -> int:
+    """How many of a file's ``count`` entries ``held`` keeps; ``read(start, end)``: its entries [start, end) (a
+    file on disk is read from its end HELD_STEP entries at a time: a full file costs one read)."""
+    end = count
+    while end > 0:
+        start = max(0, end - HELD_STEP)
+        chunk = read(start, end)
+        data = chunk.view(np.uint8).reshape(-1)
+        if np.count_nonzero(data):      # one pass over contiguous bytes (fast); the entry found in this chunk only
+            used = np.flatnonzero(np.count_nonzero(data.reshape(-1, ENTRY_SIZE), axis=1))
+            return min(count, start + int(used[-1]) + 2)
         end = start
-    return entries[:1]
+    return min(count, 1)
 
 
 def written_count(entries: np.ndarray) -> int:

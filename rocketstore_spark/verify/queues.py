@@ -18,7 +18,18 @@ The records' QUEUEOFFSETs are checked too (``commitlog.queue_offset_*``). Also c
 max offsets as RocketMQ does on load (``ConsumeQueue.recover`` from the third-last file, then
 ``correctMinOffset``), the bounds consumer offsets are checked against.
 
-Memory: the queue's records and entries (28 and 20 bytes each) — one queue at a time.
+Bounded memory whatever the queue's size (one hot queue of 100 M messages is checked as one of 1,000): the
+records come in chunks (``records``: one dict of columns, or an iterable of them, e.g. read back from a spill
+file). First the checks that follow the files' order — invalid runs, physical offsets that do not increase,
+the counts, where the queue's written entries end — read every file in that order PART_SLOTS entries at a time
+(``_FileOrder``), carrying what one read leaves open (a run of invalid entries, the last offset) to the next.
+Then dispatch and the files are compared PART_SLOTS queue offsets at a time, in queue-offset order
+(``_Compare``): dispatch writes a queue's entries at dense, increasing queue offsets, so a part's dispatched
+entries are the ones placed since the last part (the records are placed PART_SLOTS at a time, the
+``QueueState`` carried), and its file entries are read from each file at the positions of that range (files
+that overlap, misnamed or oversized, each give theirs, in file order). Findings come in the same order
+whatever the part size: the per-entry ones by queue offset, then file order. Memory: a part's records and
+entries, about 300 bytes a queue offset of PART_SLOTS (80 MB at the default), nothing spilled.
 """
 from __future__ import annotations
 
@@ -30,7 +41,7 @@ import numpy as np
 
 from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE, EXT_ADDRESS_MAX
-from rocketstore_spark.findings import Finding, capped, finding
+from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.queues import unreadable_queue_file
@@ -60,152 +71,340 @@ class QueueVerdict:
     findings: list[Finding] = field(default_factory=list)
 
 
+PART_SLOTS = 1 << 18        # queue offsets compared, records placed and file entries read at a time
+_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
+
+
 @dataclass
-class _Entries:
-    """Every entry of a queue's files, concatenated in queue-offset order."""
-    raw: np.ndarray                 # consumequeue.ENTRY_DTYPE
-    queue_offset: np.ndarray        # int64
-    file: np.ndarray                # int32 index into names
-    position: np.ndarray            # int64 byte position in its file
-    names: list[str]
+class _File:
+    """One ConsumeQueue file of the queue that is read (``store.queues.unreadable_queue_file``)."""
+    name: str                       # relative to the store root
+    path: str
+    cq_offset: int                  # its queue byte offset (its name)
+    count: int = 0                  # the entries ``consumequeue.held`` keeps of it
+    base: int = 0                   # the index of its first entry among every file's, in file order
+
+    @property
+    def first(self) -> int:
+        """The queue offset of its first entry."""
+        return self.cq_offset // ENTRY_SIZE
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        """Its entries [start, end)."""
+        with open(self.path, "rb") as f:
+            f.seek(start * ENTRY_SIZE)
+            return consumequeue.decode_entries(f.read((end - start) * ENTRY_SIZE))
 
 
-def _read_entries(queue_dir: str, root: str) -> tuple[_Entries, list[tuple[str, int, int]]]:
-    """The entries of every file of the queue that is read (``store.queues.unreadable_queue_file``), and (relative name, queue byte offset,
-    size) of each of them."""
-    files, raws, qos, idx, pos = [], [], [], [], []
+def _queue_files(queue_dir: str, root: str) -> list[_File]:
+    """The queue's files that are read, in order, each sized to what it holds (read from its end)."""
+    files, base = [], 0
     for path, cq_offset in StoreMap.queue_files(queue_dir):
-        k = len(files)
         if unreadable_queue_file(path, cq_offset):
             continue
-        with open(path, "rb") as f:
-            data = f.read()
-        raw = consumequeue.held(consumequeue.decode_entries(data))
-        files.append((os.path.relpath(path, root), cq_offset, len(data)))
-        positions = np.arange(len(raw), dtype=np.int64) * ENTRY_SIZE
-        raws.append(raw)
-        qos.append((cq_offset + positions) // ENTRY_SIZE)
-        idx.append(np.full(len(raw), k, dtype=np.int32))
-        pos.append(positions)
-    if not files:
-        return _no_entries()
-    return _Entries(np.concatenate(raws), np.concatenate(qos), np.concatenate(idx), np.concatenate(pos),
-                    [f[0] for f in files]), files
+        f = _File(os.path.relpath(path, root), path, cq_offset, base=base)
+        f.count = consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
+        files.append(f)
+        base += f.count
+    return files
 
 
-def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, records: dict[str, np.ndarray],
-                log: LogBounds, file_size: int, locate: Locate, expired_min_is_max: bool = True,
+def _entry_finding(topic: str, queue_id: int, f: _File, i: int, physical_offset, check: str, message: str,
+                   **evidence) -> Finding:
+    """A finding about entry ``i`` of file ``f``."""
+    return finding(check, f.name, i * ENTRY_SIZE, message, topic=topic, queue_id=queue_id, queue_offset=f.first + i,
+                   physical_offset=int(physical_offset), **evidence)
+
+
+def _pieces(records):
+    """(QUEUEOFFSET, physical offset, size, tagsCode) int64 arrays of ``records``, PART_SLOTS at most at a time."""
+    for chunk in ([records] if isinstance(records, dict) else records):
+        cols = [np.asarray(chunk[c], np.int64) for c in _COLUMNS]
+        for start in range(0, len(cols[0]), PART_SLOTS):
+            yield tuple(c[start:start + PART_SLOTS] for c in cols)
+
+
+def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, records, log: LogBounds,
+                file_size: int, locate: Locate, expired_min_is_max: bool = True,
                 consume_queue_ext: bool = False) -> QueueVerdict:
     """Verify one queue. ``records``: the queue's records that get a ConsumeQueue entry, ascending physical
-    offset — numpy arrays ``queue_offset``, ``physical_offset``, ``size``, ``tags_code``; ``queue_dir``: its
+    offset — numpy arrays ``queue_offset``, ``physical_offset``, ``size``, ``tags_code`` in a dict, or an
+    iterable of such dicts (chunks, in order: memory follows PART_SLOTS, not the queue); ``queue_dir``: its
     directory (None: the store has none); ``root``: the store root file names are reported relative to;
     ``locate``: the segment file and position of a physical offset; ``expired_min_is_max``: the release's rule
     for a queue whose every entry is expired (``rocketmq.consumequeue.rocketmq_bounds``); ``consume_queue_ext``:
     the store has ``consumequeue_ext/`` (enableConsumeQueueExt), so a tagsCode at or below EXT_ADDRESS_MAX is an
     address there, not compared."""
     v = QueueVerdict(topic, queue_id)
-    out = v.findings
-    qo, phy, size, tags = (np.asarray(records[c], np.int64) for c in ("queue_offset", "physical_offset", "size",
-                                                                       "tags_code"))
-    v.records = len(qo)
-    out += queue_offset_findings(topic, queue_id, qo, phy, locate)
-
-    # what dispatch writes
-    state = cq.QueueState()
-    slots = cq.place(state, qo, phy, size, file_size)
-    v.dispatch_max_offset = state.max_offset
-    keep = slots >= 0
-    e_slot, e_phy, e_size, e_tags = slots[keep], phy[keep], size[keep], tags[keep]
-
-    entries, files = _read_entries(queue_dir, root) if queue_dir is not None else _no_entries()
+    files = _queue_files(queue_dir, root) if queue_dir is not None else []
     v.files = len(files)
     listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
-    out += _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p), unreadable_queue_file(p, o))
-                                            for p, o in listed], file_size)
-    bounds = np.searchsorted(entries.file, np.arange(len(files) + 1))       # entries are in file order
-    raws = [entries.raw[bounds[k]:bounds[k + 1]] for k in range(len(files))]
-    v.min_offset, v.max_offset = cq.rocketmq_bounds([(f[0], f[1]) for f in files], lambda k: raws[k], log.min_offset,
-                                                 expired_min_is_max)
+    sizes = _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p),
+                                              unreadable_queue_file(p, o)) for p, o in listed], file_size)
+    v.min_offset, v.max_offset = cq.rocketmq_bounds([(f.name, f.cq_offset) for f in files],
+                                                    lambda k: files[k].read(0, files[k].count), log.min_offset,
+                                                    expired_min_is_max)
+    # the files in their order, a read at a time
+    walk = _FileOrder(topic, queue_id, log.min_offset)
+    for f in files:
+        for start in range(0, f.count, PART_SLOTS):
+            walk.add(f, start, f.read(start, min(f.count, start + PART_SLOTS)))
+    v.entries, v.expired = walk.entries, walk.expired
 
-    valid = consumequeue.valid_mask(entries.raw)
-    last = int(np.flatnonzero(valid)[-1]) if valid.any() else -1
-    at = lambda i, check, message, **ev: finding(                 # noqa: E731  a finding about entry i
-        check, entries.names[entries.file[i]], int(entries.position[i]), message, topic=topic, queue_id=queue_id,
-        queue_offset=int(entries.queue_offset[i]), physical_offset=int(entries.raw["commit_log_offset"][i]), **ev)
+    # then dispatch against the files, PART_SLOTS queue offsets at a time
+    offsets = _QueueOffsets(topic, queue_id, locate)
+    compare = _Compare(topic, queue_id, files, walk, log, file_size, consume_queue_ext)
+    state = cq.QueueState()
+    placed = [np.zeros(0, np.int64)] * 4     # slot, physical offset, size, tagsCode: written, not yet compared
+    pieces = _pieces(records)
 
-    invalid = np.flatnonzero(~valid[:last + 1])
-    if len(invalid):
-        runs = np.split(invalid, np.flatnonzero(np.diff(invalid) != 1) + 1)
-        out += capped(lambda r: at(int(runs[r][0]), "consumequeue.invalid_entry",
-                                   f"{len(runs[r])} invalid entr{'y' if len(runs[r]) == 1 else 'ies'} (offset < 0 or "
-                                   f"size <= 0) with valid entries after them: RocketMQ's recovery ends the queue "
-                                   f"here", entries=len(runs[r])), range(len(runs)))
+    def place() -> bool:
+        """Dispatch the next piece of records (False: none left)."""
+        piece = next(pieces, None)
+        if piece is None:
+            return False
+        qo, phy, size, tags = piece
+        v.records += len(qo)
+        offsets.add(qo, phy)
+        slots = cq.place(state, qo, phy, size, file_size)
+        keep = slots >= 0
+        placed[:] = [np.concatenate([held, col[keep]]) for held, col in zip(placed, (slots, phy, size, tags))]
+        return True
 
-    real = np.flatnonzero(valid[:last + 1] & ~consumequeue.is_filler(entries.raw[:last + 1]))
-    a_qo, a = entries.queue_offset[real], entries.raw[real]
-    a_phy, a_size, a_tags = (a[f].astype(np.int64) for f in ("commit_log_offset", "size", "tags_code"))
-    v.entries = len(real)
-    expired = a_phy < log.min_offset
-    v.expired = int(expired.sum())
-
-    going_back = np.flatnonzero(np.diff(a_phy) <= 0) + 1
-    out += capped(lambda j: at(int(real[j]), "consumequeue.not_increasing",
-                               f"physical offset {int(a_phy[j])} is not above the previous entry's "
-                               f"{int(a_phy[j - 1])}", previous=int(a_phy[j - 1])), going_back)
-
-    # entry by entry, by queue offset
-    _, ia, ie = np.intersect1d(a_qo, e_slot, assume_unique=False, return_indices=True)
-    ext = consume_queue_ext & (a_tags[ia] <= EXT_ADDRESS_MAX)    # an address in consumequeue_ext/, not a tagsCode
-    differ = (a_phy[ia] != e_phy[ie]) | (a_size[ia] != e_size[ie]) | (~ext & (a_tags[ia] != e_tags[ie]))
-    bad_a, bad_e = ia[differ], ie[differ]
-    past = a_phy[bad_a] >= log.end
-    show = lambda p, s, t: f"({int(p)}, {int(s)}, {int(t)})"   # noqa: E731
-
-    def mismatch(k: int) -> Finding:
-        j, e = int(bad_a[k]), int(bad_e[k])
-        if past[k]:
-            return at(int(real[j]), "consumequeue.entry_past_end",
-                      f"entry {show(a_phy[j], a_size[j], a_tags[j])} points beyond the CommitLog's end {log.end}",
-                      log_end=log.end)
-        return at(int(real[j]), "consumequeue.entry_mismatch",
-                  f"entry (physical offset, size, tagsCode) {show(a_phy[j], a_size[j], a_tags[j])}; RocketMQ's "
-                  f"dispatch writes {show(e_phy[e], e_size[e], e_tags[e])}",
-                  expected=show(e_phy[e], e_size[e], e_tags[e]))
-    out += capped(mismatch, range(len(bad_a)))
-
-    only_a = np.flatnonzero(~np.isin(a_qo, e_slot) & ~expired)
-    out += capped(lambda j: at(int(real[j]), "consumequeue.entry_past_end",
-                               f"entry {show(a_phy[j], a_size[j], a_tags[j])} points beyond the CommitLog's end "
-                               f"{log.end}", log_end=log.end) if a_phy[j] >= log.end else
-                  at(int(real[j]), "consumequeue.extra_entry",
-                     f"entry {show(a_phy[j], a_size[j], a_tags[j])}: RocketMQ's dispatch writes no entry at this "
-                     f"queue offset for this CommitLog"), only_a)
-
-    written_end = int(entries.queue_offset[last]) + 1 if last >= 0 else 0
-    covered = entries.queue_offset[:last + 1]                    # positions that hold something (maybe invalid)
-    only_e = np.flatnonzero(~np.isin(e_slot, a_qo) & ~np.isin(e_slot, covered[~valid[:last + 1]]))
-    missing = only_e[e_slot[only_e] < written_end]
-    lagging = only_e[e_slot[only_e] >= written_end]
-    file_of = lambda q: StoreMap.queue_file_name(topic, queue_id, (q * ENTRY_SIZE // file_size) * file_size)  # noqa: E731
-    out += capped(lambda k: finding(
-        "consumequeue.missing_entry", file_of(int(e_slot[k])), int(e_slot[k]) * ENTRY_SIZE % file_size,
-        f"no entry for the record at physical offset {int(e_phy[k])} (QUEUEOFFSET {int(e_slot[k])}), below the "
-        f"queue's end {written_end}", topic=topic, queue_id=queue_id, queue_offset=int(e_slot[k]),
-        physical_offset=int(e_phy[k])), missing)
-    if len(lagging):
-        k = int(lagging[0])
-        out.append(finding(
-            "consumequeue.lagging", file_of(int(e_slot[k])), int(e_slot[k]) * ENTRY_SIZE % file_size,
-            f"{len(lagging)} record(s) of the queue after its end {written_end} have no entry (the first at physical "
-            f"offset {int(e_phy[k])}); dispatching the whole CommitLog ends the queue at {v.dispatch_max_offset}",
-            topic=topic, queue_id=queue_id, queue_offset=int(e_slot[k]), physical_offset=int(e_phy[k]),
-            records=len(lagging), queue_end=written_end, dispatch_end=v.dispatch_max_offset))
+    more, cursor = True, None
+    while True:
+        while more and not len(placed[0]):
+            more = place()
+        starts = [s for s in (int(placed[0][0]) if len(placed[0]) else None, compare.next_entry(cursor))
+                  if s is not None]
+        if not starts:
+            break
+        lo = min(starts)
+        hi = lo + PART_SLOTS
+        while more and state.end < hi:       # dispatch writes dense, increasing slots: the part is complete
+            more = place()
+        part = placed[0] < hi
+        compare.part(lo, hi, *(col[part] for col in placed))
+        placed[:] = [col[~part] for col in placed]
+        cursor = hi
+    v.dispatch_max_offset = state.max_offset
+    v.findings = offsets.findings() + sizes + walk.invalid.findings() + walk.going_back.findings() + \
+        compare.findings(v.dispatch_max_offset)
     return v
 
 
-def _no_entries() -> tuple[_Entries, list]:
-    empty = np.zeros(0, np.int64)
-    return _Entries(np.zeros(0, consumequeue.ENTRY_DTYPE), empty, np.zeros(0, np.int32), empty, []), []
+class _FileOrder:
+    """The checks that follow the files' order (RocketMQ's recovery walks them so): every file's entries in file
+    order, a read at a time (``add``), with what a read leaves open carried to the next — a run of invalid
+    entries (``consumequeue.invalid_entry`` once a valid entry follows it: a run after the last valid entry is
+    the queue's end, not a finding), the last real entry's physical offset (``consumequeue.not_increasing``).
+    Also counts the real (not filler) and expired entries and finds the last valid entry."""
+
+    def __init__(self, topic: str, queue_id: int, log_min: int):
+        self.topic, self.queue_id, self.log_min = topic, queue_id, log_min
+        self.invalid, self.going_back = CappedRun(), CappedRun()
+        self.run: tuple | None = None       # the open run of invalid entries: (file, index in it, offset, length)
+        self.previous: int | None = None    # the last real entry's physical offset
+        self.entries = self.expired = 0
+        self.last = -1                      # the last valid entry: its index among every file's entries
+        self.written_end = 0                # and the queue offset after it
+
+    def add(self, f: _File, start: int, raw: np.ndarray) -> None:
+        """Entries ``start`` on of file ``f``: the next read in file order."""
+        n = len(raw)
+        if not n:
+            return
+        valid = consumequeue.valid_mask(raw)
+        phy = raw["commit_log_offset"]
+        good = np.flatnonzero(valid)
+        if len(good):
+            self.last = f.base + start + int(good[-1])
+            self.written_end = f.first + start + int(good[-1]) + 1
+
+        # runs of invalid entries: [starts, ends) in this read
+        bad = np.flatnonzero(~valid)
+        cut = np.flatnonzero(np.diff(bad) != 1) + 1
+        starts = bad[np.r_[0, cut]] if len(bad) else bad
+        ends = bad[np.r_[cut - 1, len(bad) - 1]] + 1 if len(bad) else bad
+        carried = self.run
+        if carried is not None and (not len(bad) or starts[0] > 0):     # a valid entry ends the carried run
+            self.invalid.add(lambda _: self._run(*carried), [0])
+            carried = None
+        open_end = bool(len(bad)) and int(ends[-1]) == n
+
+        def make(j: int) -> Finding:
+            if carried is not None and j == 0:                          # the carried run goes on here
+                return self._run(*carried[:3], carried[3] + int(ends[0]))
+            return self._run(f, start + int(starts[j]), phy[starts[j]], int(ends[j] - starts[j]))
+        self.invalid.add(make, range(len(starts) - open_end))
+        if not open_end:
+            self.run = None
+        elif carried is not None and len(starts) == 1:
+            self.run = (*carried[:3], carried[3] + n)
+        else:
+            self.run = (f, start + int(starts[-1]), int(phy[starts[-1]]), n - int(starts[-1]))
+
+        real = np.flatnonzero(valid & ~consumequeue.is_filler(raw))
+        a_phy = phy[real].astype(np.int64)
+        self.entries += len(real)
+        self.expired += int((a_phy < self.log_min).sum())
+        shift = int(self.previous is not None)
+        path = np.r_[self.previous, a_phy] if shift else a_phy          # the previous real entry first
+        self.going_back.add(lambda j: _entry_finding(
+            self.topic, self.queue_id, f, start + int(real[j - shift]), path[j], "consumequeue.not_increasing",
+            f"physical offset {int(path[j])} is not above the previous entry's {int(path[j - 1])}",
+            previous=int(path[j - 1])), np.flatnonzero(np.diff(path) <= 0) + 1)
+        if len(a_phy):
+            self.previous = int(a_phy[-1])
+
+    def _run(self, f: _File, i: int, physical_offset, length: int) -> Finding:
+        return _entry_finding(self.topic, self.queue_id, f, i, physical_offset, "consumequeue.invalid_entry",
+                              f"{length} invalid entr{'y' if length == 1 else 'ies'} (offset < 0 or size <= 0) "
+                              f"with valid entries after them: RocketMQ's recovery ends the queue here",
+                              entries=length)
+
+
+class _Compare:
+    """What dispatch writes against what the files hold, entry by entry by queue offset, a range of queue offsets
+    at a time in ascending order (``part``): ``consumequeue.entry_mismatch``, ``entry_past_end``, ``extra_entry``,
+    ``missing_entry`` and ``lagging``. ``walk``: the files' walk (where their written entries end)."""
+
+    def __init__(self, topic: str, queue_id: int, files: list[_File], walk: _FileOrder, log: LogBounds,
+                 file_size: int, consume_queue_ext: bool):
+        self.topic, self.queue_id, self.files, self.walk, self.log = topic, queue_id, files, walk, log
+        self.file_size, self.consume_queue_ext = file_size, consume_queue_ext
+        self.starts = np.array([f.first for f in files], np.int64)
+        self.ends = self.starts + np.array([f.count for f in files], np.int64)
+        self.mismatch, self.extra, self.missing = CappedRun(), CappedRun(), CappedRun()
+        self.lagging = 0
+        self.first_lagging: tuple[int, int] | None = None       # (slot, physical offset)
+
+    def next_entry(self, at: int | None) -> int | None:
+        """The lowest queue offset at or after ``at`` (None: any) some file has an entry at."""
+        held = self.ends > (self.starts if at is None else at)
+        if not held.any():
+            return None
+        return int(self.starts[held].min()) if at is None else max(at, int(self.starts[held].min()))
+
+    def part(self, lo: int, hi: int, e_slot, e_phy, e_size, e_tags) -> None:
+        """The queue offsets [lo, hi): what dispatch writes there (its slots ascending) against every file's
+        entries there, in file order."""
+        topic, queue_id, log = self.topic, self.queue_id, self.log
+        raws = [np.zeros(0, consumequeue.ENTRY_DTYPE)]
+        qos, ks, idx, order = ([np.zeros(0, np.int64)] for _ in range(4))
+        for k in np.flatnonzero((self.starts < hi) & (self.ends > lo)).tolist():
+            f = self.files[k]
+            i0, i1 = max(0, lo - f.first), min(f.count, hi - f.first)
+            raws.append(f.read(i0, i1))
+            idx.append(np.arange(i0, i0 + len(raws[-1]), dtype=np.int64))
+            qos.append(f.first + idx[-1])
+            ks.append(np.full(len(idx[-1]), k, np.int64))
+            order.append(f.base + idx[-1])                 # the entry's place in the files' walk
+        raw, qo, file_of_entry, index, walked = (np.concatenate(c) for c in (raws, qos, ks, idx, order))
+        valid = consumequeue.valid_mask(raw)
+        real = np.flatnonzero(valid & ~consumequeue.is_filler(raw))
+        a_qo, a = qo[real], raw[real]
+        a_phy, a_size, a_tags = (a[c].astype(np.int64) for c in ("commit_log_offset", "size", "tags_code"))
+        expired = a_phy < log.min_offset
+        at = lambda j, check, message, **ev: _entry_finding(                # noqa: E731  about real entry j
+            topic, queue_id, self.files[int(file_of_entry[real[j]])], int(index[real[j]]), a_phy[j], check, message,
+            **ev)
+        show = lambda p, s, t: f"({int(p)}, {int(s)}, {int(t)})"           # noqa: E731
+
+        # the first entry at a queue offset (in file order) against dispatch's
+        _, ia, ie = np.intersect1d(a_qo, e_slot, assume_unique=False, return_indices=True)
+        ext = self.consume_queue_ext & (a_tags[ia] <= EXT_ADDRESS_MAX)  # an address in consumequeue_ext/
+        differ = (a_phy[ia] != e_phy[ie]) | (a_size[ia] != e_size[ie]) | (~ext & (a_tags[ia] != e_tags[ie]))
+        bad_a, bad_e = ia[differ], ie[differ]
+
+        def mismatch(m: int) -> Finding:
+            j, e = int(bad_a[m]), int(bad_e[m])
+            if a_phy[j] >= log.end:
+                return at(j, "consumequeue.entry_past_end", f"entry {show(a_phy[j], a_size[j], a_tags[j])} points "
+                          f"beyond the CommitLog's end {log.end}", log_end=log.end)
+            return at(j, "consumequeue.entry_mismatch",
+                      f"entry (physical offset, size, tagsCode) {show(a_phy[j], a_size[j], a_tags[j])}; RocketMQ's "
+                      f"dispatch writes {show(e_phy[e], e_size[e], e_tags[e])}",
+                      expected=show(e_phy[e], e_size[e], e_tags[e]))
+        self.mismatch.add(mismatch, range(len(bad_a)))
+
+        # entries where dispatch writes none: by queue offset, then file order
+        only_a = np.flatnonzero(~np.isin(a_qo, e_slot) & ~expired)
+        only_a = only_a[np.lexsort((real[only_a], a_qo[only_a]))]
+        self.extra.add(lambda j: at(j, "consumequeue.entry_past_end", f"entry {show(a_phy[j], a_size[j], a_tags[j])} "
+                                    f"points beyond the CommitLog's end {log.end}", log_end=log.end)
+                       if a_phy[j] >= log.end else
+                       at(j, "consumequeue.extra_entry", f"entry {show(a_phy[j], a_size[j], a_tags[j])}: RocketMQ's "
+                          f"dispatch writes no entry at this queue offset for this CommitLog"), only_a)
+
+        # dispatched entries the files lack (a position that holds an invalid entry before the last valid one
+        # is RocketMQ's recovery's business: invalid_entry)
+        written_end = self.walk.written_end
+        only_e = np.flatnonzero(~np.isin(e_slot, a_qo) & ~np.isin(e_slot, qo[~valid & (walked <= self.walk.last)]))
+        missing = only_e[e_slot[only_e] < written_end]
+        lagging = only_e[e_slot[only_e] >= written_end]
+        self.missing.add(lambda k: finding(
+            "consumequeue.missing_entry", self._file_of(int(e_slot[k])), int(e_slot[k]) * ENTRY_SIZE % self.file_size,
+            f"no entry for the record at physical offset {int(e_phy[k])} (QUEUEOFFSET {int(e_slot[k])}), below the "
+            f"queue's end {written_end}", topic=topic, queue_id=queue_id, queue_offset=int(e_slot[k]),
+            physical_offset=int(e_phy[k])), missing)
+        if len(lagging) and self.first_lagging is None:
+            self.first_lagging = int(e_slot[lagging[0]]), int(e_phy[lagging[0]])
+        self.lagging += len(lagging)
+
+    def _file_of(self, slot: int) -> str:
+        size = self.file_size
+        return StoreMap.queue_file_name(self.topic, self.queue_id, (slot * ENTRY_SIZE // size) * size)
+
+    def findings(self, dispatch_end: int) -> list[Finding]:
+        out = self.mismatch.findings() + self.extra.findings() + self.missing.findings()
+        if self.lagging:
+            slot, phy = self.first_lagging
+            written_end = self.walk.written_end
+            out.append(finding(
+                "consumequeue.lagging", self._file_of(slot), slot * ENTRY_SIZE % self.file_size,
+                f"{self.lagging} record(s) of the queue after its end {written_end} have no entry (the first at "
+                f"physical offset {phy}); dispatching the whole CommitLog ends the queue at {dispatch_end}",
+                topic=self.topic, queue_id=self.queue_id, queue_offset=slot, physical_offset=phy,
+                records=self.lagging, queue_end=written_end, dispatch_end=dispatch_end))
+        return out
+
+
+class _QueueOffsets:
+    """``commitlog.queue_offset_*`` over one queue's dispatchable records in CommitLog order, as they come
+    (``add`` a chunk at a time: the last record of a chunk is compared with the first of the next)."""
+
+    def __init__(self, topic: str, queue_id: int, locate: Locate):
+        self.topic, self.queue_id, self.locate = topic, queue_id, locate
+        self.gap, self.repeat, self.reset = CappedRun(), CappedRun(), CappedRun()
+        self.previous: tuple[int, int] | None = None         # (QUEUEOFFSET, physical offset) of the last record
+
+    def add(self, queue_offset: np.ndarray, physical_offset: np.ndarray) -> None:
+        if not len(queue_offset):
+            return
+        if self.previous is not None:
+            queue_offset, physical_offset = np.r_[self.previous[0], queue_offset], np.r_[self.previous[1],
+                                                                                        physical_offset]
+        self.previous = int(queue_offset[-1]), int(physical_offset[-1])
+        topic, queue_id = self.topic, self.queue_id
+        step = np.diff(queue_offset)
+        at = lambda i, check, message: finding(check, *self.locate(int(physical_offset[i])), message,  # noqa: E731
+                                               topic=topic, queue_id=queue_id, queue_offset=int(queue_offset[i]),
+                                               physical_offset=int(physical_offset[i]),
+                                               previous=int(queue_offset[i - 1]))
+        self.gap.add(lambda i: at(i, "commitlog.queue_offset_gap",
+                                  f"QUEUEOFFSET {int(queue_offset[i])} follows {int(queue_offset[i - 1])} in "
+                                  f"{topic}/{queue_id}: {int(step[i - 1]) - 1} offset(s) missing"),
+                     np.flatnonzero(step > 1) + 1)
+        self.repeat.add(lambda i: at(i, "commitlog.queue_offset_repeat",
+                                     f"QUEUEOFFSET {int(queue_offset[i])} follows {int(queue_offset[i - 1])} in "
+                                     f"{topic}/{queue_id}"), np.flatnonzero((step <= 0) & (queue_offset[1:] != 0)) + 1)
+        self.reset.add(lambda i: at(i, "commitlog.queue_offset_reset",
+                                    f"QUEUEOFFSET restarts at 0 after {int(queue_offset[i - 1])} in {topic}/{queue_id} "
+                                    "(topic re-created?)"), np.flatnonzero((step < 0) & (queue_offset[1:] == 0)) + 1)
+
+    def findings(self) -> list[Finding]:
+        return self.gap.findings() + self.repeat.findings() + self.reset.findings()
 
 
 def _file_findings(topic: str, queue_id: int, files: list[tuple[str, int, int, tuple | None]], file_size: int
@@ -230,27 +429,3 @@ def _file_findings(topic: str, queue_id: int, files: list[tuple[str, int, int, t
                                f"{files[k - 1][1] + file_size}", topic=topic, queue_id=queue_id,
                                previous=files[k - 1][0]))
     return out
-
-
-def queue_offset_findings(topic: str, queue_id: int, queue_offset: np.ndarray, physical_offset: np.ndarray,
-                          locate: Locate) -> list[Finding]:
-    """``commitlog.queue_offset_*`` for one queue's dispatchable records in CommitLog order."""
-    if len(queue_offset) < 2:
-        return []
-    step = np.diff(queue_offset)
-    at = lambda i, check, message: finding(check, *locate(int(physical_offset[i])), message,   # noqa: E731
-                                           topic=topic, queue_id=queue_id, queue_offset=int(queue_offset[i]),
-                                           physical_offset=int(physical_offset[i]),
-                                           previous=int(queue_offset[i - 1]))
-    reset = np.flatnonzero((step < 0) & (queue_offset[1:] == 0)) + 1
-    gap = np.flatnonzero(step > 1) + 1
-    repeat = np.flatnonzero((step <= 0) & (queue_offset[1:] != 0)) + 1
-    return (capped(lambda i: at(i, "commitlog.queue_offset_gap",
-                                f"QUEUEOFFSET {int(queue_offset[i])} follows {int(queue_offset[i - 1])} in "
-                                f"{topic}/{queue_id}: {int(step[i - 1]) - 1} offset(s) missing"), gap)
-            + capped(lambda i: at(i, "commitlog.queue_offset_repeat",
-                                  f"QUEUEOFFSET {int(queue_offset[i])} follows {int(queue_offset[i - 1])} in "
-                                  f"{topic}/{queue_id}"), repeat)
-            + capped(lambda i: at(i, "commitlog.queue_offset_reset",
-                                  f"QUEUEOFFSET restarts at 0 after {int(queue_offset[i - 1])} in {topic}/{queue_id} "
-                                  "(topic re-created?)"), reset))

@@ -15,8 +15,12 @@ queued message, and its IndexFile keys, 20 bytes a key, in a temporary directory
 system's; never under the store) — while every segment's CRC scan runs beside it; then the IndexFiles are
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
 time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
-average record size says how many a byte holds —, at most 128 groups). Memory: one segment window per
-thread, two queue groups (one checked while the next is read), and the IndexFile check's slot tables — not the store.
+average record size says how many a byte holds —, at most 128 groups). A group that holds more than SPLIT_ROWS
+records all the same (queues are grouped by a hash: one hot queue makes its group as large as itself) is split
+into a spill file per queue, each read back and checked a chunk at a time (``split_group``; ``verify.queues``
+checks a queue in parts). Memory: one segment window per thread, two queue groups of at most SPLIT_ROWS records
+(one checked while the next is read), and the IndexFile check's slot tables — not the store, nor its largest
+queue.
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
-from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, scan_range, spilled_keys
+from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
@@ -109,6 +113,7 @@ def index_views(layout: StoreLayout, settings: BrokerSettings) -> list[IndexFile
 QUEUE_GROUP_BYTES = 1 << 30        # CommitLog bytes per queue group: bounds the queued records held at once
 QUEUE_GROUP_MESSAGES = 3 << 20     # and messages per queue group (about 90 bytes each while checked: 280 MB)
 SAMPLE_BYTES = 4 << 20             # of the first segment, to estimate the messages a byte of CommitLog holds
+SPLIT_ROWS = 6 << 20               # a queue group of more records is split: a spill file per queue, read in chunks
 MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
 THREADS = 2                        # the in-process verify's threads (its compiled kernels release the GIL)
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
@@ -153,14 +158,20 @@ class Dispatched:
 
     @contextlib.contextmanager
     def _room(self):
+        """Writing spill files: a full (or unwritable) work directory is a refusal naming it, not a traceback."""
         try:
             yield
         except OSError as e:
-            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                # the usual incident: the broker's disk is full, and so is the temporary directory on it
+                why = "no room for"
+            elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                why = "cannot write"
+            else:
                 raise
-            # the usual incident: the broker's disk is full, and so is the temporary directory on it
-            raise OutputError(f"{self.parent}: no room for the queue check's spill files (36 bytes a message of "
-                              f"{self.layout.name}): give a directory on another disk (--work-dir)") from e
+            raise OutputError(f"{self.parent}: {why} the queue check's spill files (36 bytes a message of "
+                              f"{self.layout.name}, twice that for a queue group too large to hold): give a "
+                              f"directory on another disk (--work-dir)") from e
 
     def wait(self) -> "Dispatched":
         with self._room():
@@ -180,21 +191,25 @@ class Dispatched:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def queues(self):
-        """(topic, queue id, numpy columns) of each queue's records that get an entry, in CommitLog order, one
-        queue group at a time (queues are grouped by a hash, so one very busy queue makes its group larger)."""
+        """(topic, queue id, records) of each queue's records that get an entry, in CommitLog order, one queue
+        group at a time (``queue_groups``)."""
         for group in self.queue_groups():
             yield from group
 
     def queue_groups(self):
-        """``queues`` a queue group at a time: a list of (topic, queue id, numpy columns) per group."""
+        """``queues`` a queue group at a time: a list of (topic, queue id, records) per group, the records numpy
+        columns — or, in a group of more than SPLIT_ROWS records (``split_group``), an iterable of such chunks."""
         names: dict[str, int] = {}
         remap = [np.array([names.setdefault(t, len(names)) for t in topics], dtype=np.int32)
                  for topics in self.topics]
         topics = list(names)
         for group in range(self.groups):
+            paths = [entries_path(self.dir, task, group) for task in range(self.tasks)]
+            if sum(p.stat().st_size for p in paths if p.exists()) > SPLIT_ROWS * ENTRY_SPILL.itemsize:
+                yield self.split_group(group, remap, topics)
+                continue
             parts = []
-            for task in range(self.tasks):
-                path = entries_path(self.dir, task, group)
+            for task, path in enumerate(paths):
                 rows = np.fromfile(path, dtype=ENTRY_SPILL) if path.exists() else np.zeros(0, ENTRY_SPILL)
                 rows["topic"] = remap[task][rows["topic"]] if len(rows) else rows["topic"]
                 parts.append(rows)
@@ -211,9 +226,45 @@ class Dispatched:
                 group.append((topics[topic], queue_id, {c: rows[c][start:stop] for c in _ENTRY_COLUMNS}))
             yield group
 
+    def split_group(self, group: int, remap: list[np.ndarray], topics: list[str]) -> list:
+        """A queue group too large to hold (one busy queue, or many): its spill files read READ_ROWS records at a
+        time into one spill file per queue (each queue's records in CommitLog order), then removed. Returns
+        (topic, queue id, chunks) per queue, the chunks its records read back READ_ROWS at a time (the file goes
+        once read)."""
+        split = self.dir / f"split-{group:04d}"
+        queues: dict[int, Path] = {}
+        with self._room():
+            split.mkdir()
+            for task in range(self.tasks):
+                path = entries_path(self.dir, task, group)
+                if not path.exists():
+                    continue
+                for rows in read_spill(path, ENTRY_SPILL):
+                    key = dispatch.queue_keys(remap[task][rows["topic"]], rows["queue_id"])
+                    order = np.argsort(key, kind="stable")
+                    key, rows = key[order], rows[order]
+                    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+                    for start, stop in zip(starts.tolist(), np.r_[starts[1:], len(key)].tolist()):
+                        queue = queues.setdefault(int(key[start]), split / f"{len(queues):08d}")
+                        with open(queue, "ab") as f:
+                            f.write(rows[start:stop].tobytes())
+                path.unlink()
+        out = []
+        for key in sorted(queues):
+            topic, queue_id = dispatch.queue_of(key)
+            out.append((topics[topic], queue_id, _read_back(queues[key])))
+        return out
+
     def keys(self):
         """The spilled IndexFile keys as a ``verify.index.KeySource``."""
         return spilled_keys(self.dir, self.tasks)
+
+
+def _read_back(path: Path):
+    """A split queue's records (``Dispatched.split_group``), READ_ROWS at a time; the file goes once read."""
+    for rows in read_spill(path, ENTRY_SPILL):
+        yield {c: rows[c] for c in _ENTRY_COLUMNS}
+    path.unlink()
 
 
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,

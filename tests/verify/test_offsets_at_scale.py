@@ -13,6 +13,7 @@ from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.verify.offsets import check_offsets
 from tests.golden.goldens import BY_ID
+from tests.peak_rss import CLI_WITH_PEAK, reported_peak_mib
 from tests.store_files import copy_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,29 +40,14 @@ def test_unknown_queues_are_reported_capped_with_every_lag_row_kept(tmp_path):
     assert "the last at" in summary.message
 
 
-# `rocketstore ARGV` in a process that reports its own peak RSS on stderr (tests/peak_rss.py says why not
-# getrusage)
-AUDIT_WITH_PEAK = """
-import sys
-from tests.peak_rss import peak_rss_kib
-from rocketstore_spark.cli.main import cli
-try:
-    cli.main(args=sys.argv[1:], prog_name="rocketstore")
-except SystemExit as e:
-    code = e.code
-print(f"PEAK_KIB {peak_rss_kib()}", file=sys.stderr)
-sys.exit(code)
-"""
-
-
 def test_the_audit_of_it_is_small_and_its_memory_bounded(tmp_path):
     store = store_with_offsets(tmp_path)
-    proc = subprocess.run([sys.executable, "-c", AUDIT_WITH_PEAK, "audit", str(store), "--json"],
+    proc = subprocess.run([sys.executable, "-c", CLI_WITH_PEAK, "audit", str(store), "--json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 3, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     findings = doc["stores"][0]["findings"]
     assert sum(f["check"] == "offsets.unknown_queue" for f in findings) == CAP + 1
     assert len(proc.stdout) < 5 << 20                                       # 163 MB before the cap
-    peak_mib = int(proc.stderr.rsplit("PEAK_KIB ", 1)[1].split()[0]) / 1024
+    peak_mib = reported_peak_mib(proc.stderr)
     assert peak_mib < 1024, f"{peak_mib:.0f} MiB"                          # 1.8 GiB before the cap
