@@ -28,6 +28,7 @@ def readme_sql() -> list[str]:
     return [s.strip() for s in re.sub(r"--[^\n]*", "", sql).split(";") if s.strip()]
 
 
+@pytest.mark.long
 def test_scrub_job_history_and_the_readme_queries(spark, tmp_path, capsys):
     damaged, clean = BY_ID["4.9.8/corrupt-body"], BY_ID["5.5.1/clean"]
     state, history, doc = tmp_path / "state.json", tmp_path / "history", tmp_path / "scrub.json"
