@@ -27,10 +27,8 @@ bad argument, a path that is not a store (checked before Spark starts) or a tabl
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
-import uuid
 
 
 def parse_args(argv):
@@ -57,50 +55,11 @@ def store_paths(args) -> list[str]:
     return list(dict.fromkeys(os.path.abspath(layout.name) for layout in discover(args.store)))
 
 
-def render(run) -> list[str]:
-    """The report lines of one store's run."""
-    head = f"{run.store}: "
-    if run.status == "ingested":
-        lines = [head + f"{run.messages:,} message(s) ingested, physical offsets {run.start_offset:,} .. "
-                        f"{run.end_offset:,} ({run.end_offset - run.start_offset:,} bytes) in {run.seconds:.1f} s"]
-    elif run.status == "unchanged":
-        lines = [head + f"nothing new since physical offset {run.start_offset:,} ({run.seconds:.1f} s)"]
-    else:
-        lines = [head + f"{run.status}: {run.message}"]
-    if run.tail:
-        lines.append(f"  at {run.end_offset:,} the store holds {run.tail}: the next run reads it whole")
-    if run.skipped_bytes:
-        lines.append(f"  damage: {run.skipped_bytes:,} bytes of the new range were no record and were skipped "
-                     "(the executor log names them; `rocketstore verify` for the findings)")
-    if run.crc_failures:
-        lines.append(f"  damage: {run.crc_failures:,} message(s) fail BODYCRC (ingested, body_crc_ok = false)")
-    return lines
-
-
 def main(spark, argv) -> int:
-    from rocketstore_spark.spark.ingest import IngestRefused, ingest_store, open_table
-    from rocketstore_spark.spark.snapshots import append_snapshots, snapshot_frames
-    from rocketstore_spark.store.discovery import discover
+    from rocketstore_spark.spark.ingest import ingest_stores
     args = parse_args(argv)
-    run_id, run_time = uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc)
-    table = os.path.abspath(args.table)
-    try:
-        open_table(spark, table, args.bodies)
-    except IngestRefused as e:
-        print(f"ingest: {e}", file=sys.stderr)
-        return 2
-    layouts = [discover(path)[0] for path in store_paths(args)]
-    runs = []
-    for layout in layouts:
-        run = ingest_store(spark, table, layout, args.bodies, args.restart.get(layout.name))
-        runs.append(run)
-        print("\n".join(render(run)))
-    if not args.no_snapshots:
-        append_snapshots(spark, table, snapshot_frames(spark, layouts, runs, run_id, run_time))
-    print(f"{len(runs)} store(s), {sum(r.messages for r in runs):,} message(s) ingested into {table} (run {run_id})")
-    if any(r.status == "conflict" for r in runs):
-        return 1
-    return 3 if any(r.status == "refused" or r.damaged for r in runs) else 0
+    return ingest_stores(spark, args.table, store_paths(args), args.bodies, args.restart,
+                         snapshots=not args.no_snapshots, prog="ingest")[0]
 
 
 def check(argv) -> None:

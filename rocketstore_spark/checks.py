@@ -185,6 +185,14 @@ CATALOGUE: tuple[Check, ...] = (
           "finding naming the evidence; the work the engine would make wrong (reading the CommitLog or queues, "
           "queue checks, a rebuild, a recovery verdict, a repair) is refused with a one-line message rather than "
           "answered as for a classic store"),
+    Check("scrub.segment_changed", _W, RECORDS,
+          "a CommitLog segment's bytes differ from the scrub's last record of them (a digest of sampled blocks) "
+          "while its size and modification time are the same",
+          "RocketMQ only appends to a segment (through its mapping, which moves the modification time) until "
+          "retention deletes it: bytes that change under the same size and time were not written by the broker "
+          "(a disk or controller fault, a file copied over it with its times kept)",
+          "finding; the segment is scanned again in full in the same run (its CRC findings say what is damaged); "
+          "compare it with a replica or backup"),
     Check("store.unknown_entry", _W, LAYOUT,
           "an entry under the store root that belongs to no RocketMQ store engine we know",
           "RocketMQ ignores what it does not open",

@@ -4,7 +4,11 @@ Per store (one mapped task group per entry of the ``stores`` param):
 
 1. ``prepare``: the store's output folder and commands (a Python task).
 2. ``audit``: ``rocketstore audit`` and ``rocketstore offsets`` (read-only, no Spark) write their JSON
-   documents; the audit's report goes to the task log. A **BashOperator**, because our CLI is the contract:
+   documents; the audit's report goes to the task log. With the ``scrub_state`` param (a directory), the
+   audit is the incremental scrub (``rocketstore audit --scrub``: only new and changed CommitLog segments and
+   a rotating 1/28 of the rest are scanned, the cross-checks carried over when no file of the store
+   changed), each store's state in ``scrub_state/<store>.json``; the same document, so the same verdict.
+   A **BashOperator**, because our CLI is the contract:
    it runs in rocketstore-spark's own virtualenv (whose pins are not Airflow's), and its exit statuses mean
    0 clean, 3 problems found, 2 a usage error, 1 an internal error. BashOperator fails on any non-zero
    exit, so the script records 0 and 3 as the answer (its last line, the task's XCom) and exits 0; 1 and 2
@@ -69,7 +73,12 @@ AUDIT_SCRIPT = """
 set -u
 mkdir -p "$RS_OUT"
 audit=0
-"$RS_ROCKETSTORE" audit "$RS_STORE" --output "$RS_OUT/audit.json" || audit=$?
+if [ -n "${RS_SCRUB:-}" ]; then
+  mkdir -p "$(dirname "$RS_SCRUB")"
+  "$RS_ROCKETSTORE" audit "$RS_STORE" --output "$RS_OUT/audit.json" --scrub "$RS_SCRUB" || audit=$?
+else
+  "$RS_ROCKETSTORE" audit "$RS_STORE" --output "$RS_OUT/audit.json" || audit=$?
+fi
 offsets=0
 "$RS_ROCKETSTORE" offsets "$RS_STORE" --json > "$RS_OUT/offsets.json" || offsets=$?
 echo "$offsets" > "$RS_OUT/offsets.status"
@@ -100,7 +109,9 @@ def plan() -> dict:
                                   "rocketstore-spark has no ingest job yet; leave ingest_table empty")
     output = config.output_dir(params, _variable)
     run = config.run_dir(output, ctx["run_id"])
+    scrub = params.get("scrub_state") or ""
     return {"home": str(home), "run_dir": str(run), "output_dir": str(output),
+            "scrub_state": str((home / scrub).resolve()) if scrub else "",
             "rocketstore": str(venv / "bin" / "rocketstore"),
             "ingest_table": str((home / table).resolve()) if table else "",
             **config.spark_submit(home, venv, config.package_zip(home, output / "rocketstore_spark.zip"))}
@@ -128,7 +139,10 @@ def prepare(store: str, settings: dict) -> dict:
     return {"out": str(out), "seen": str(Path(settings["output_dir"]) / "seen" / f"{slug}.json"),
             "ingest_args": ingest,
             "summary_args": answer("summary", [str(jobs / "store_summary.py"), "--store", store]),
-            "audit_env": {"RS_STORE": store, "RS_OUT": str(out), "RS_ROCKETSTORE": settings["rocketstore"]}}
+            "audit_env": {"RS_STORE": store, "RS_OUT": str(out), "RS_ROCKETSTORE": settings["rocketstore"],
+                          # one state file a store: the mapped audits run at once
+                          "RS_SCRUB": str(Path(settings["scrub_state"]) / f"{slug}.json")
+                          if settings["scrub_state"] else ""}}
 
 
 # Outside the mapped group: a short-circuit inside one does not skip its own map index's downstream task in
@@ -235,6 +249,9 @@ def checks_complete(stores: list[str] | None, outcomes) -> None:
          "output_dir": Param("", type="string", description="documents and reports; empty: the Variable "
                              "rocketstore_output_dir, else $AIRFLOW_HOME/rocketstore"),
          "ingest_table": Param("", type="string", description="Delta table for jobs/ingest.py; empty: no ingest"),
+         "scrub_state": Param("", type="string", description="directory of the incremental scrub's state (a "
+                              "file per store; outside the stores): the audit scans only what changed and a "
+                              "rotating share; empty: the full audit"),
          "max_lag": Param(100_000, type="integer", minimum=0,
                           description="alert when a consumer queue is more messages behind than this"),
      })

@@ -13,8 +13,8 @@ import sys
 
 import click
 
-from rocketstore_spark.cli import (audit, dump, export, inspection, offsets, query, rebuild, recover, system,
-                                   verify)
+from rocketstore_spark.cli import (audit, dump, export, ingest, inspection, offsets, query, rebuild, recover,
+                                   system, verify)
 from rocketstore_spark.cli.output import progress_display
 from rocketstore_spark.store.discovery import StorePathError
 
@@ -34,6 +34,8 @@ Examples (from the repository root, on the bundled sample stores):
   rocketstore dump tests/golden/rocketmq-5.5.1/clean/store/commitlog/00000000000000000000 --count 5
   rocketstore rebuild tests/golden/rocketmq-5.5.1/cq-lag-clean/store --output /tmp/rebuilt
   rocketstore system transactions tests/golden/rocketmq-5.5.1/clean/store --all
+  rocketstore audit tests/golden/rocketmq-5.5.1/clean/store --scrub /tmp/scrub.json --history /tmp/history
+  rocketstore ingest tests/golden/rocketmq-5.5.1/consumer-offsets/store --table /tmp/ingest
 """
 
 
@@ -84,6 +86,7 @@ cli.add_command(export.export_cmd)
 cli.add_command(audit.audit_cmd)
 cli.add_command(dump.dump_cmd)
 cli.add_command(system.system)
+cli.add_command(ingest.ingest_cmd)
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import zipfile
 from pathlib import Path
 
 from numba.core import caching
@@ -26,12 +28,25 @@ CODEC_DIR = Path(__file__).resolve().parent
 PACKAGE = __name__.split(".")[0] + "."
 
 
+def _codec_sources() -> list[tuple[str, bytes]]:
+    """(file name, content) of every codec source, in name order: from the package's directory, or from the zip
+    the package was imported from (spark-submit's ``--py-files``, on the driver and on executors)."""
+    if CODEC_DIR.is_dir():
+        return [(path.name, path.read_bytes()) for path in sorted(CODEC_DIR.glob("*.py"))]
+    zip_path, inside = caching.ZipCacheLocator._split_zip_path(str(CODEC_DIR))
+    with zipfile.ZipFile(zip_path) as zf:
+        names = sorted(n for n in zf.namelist() if n.startswith(inside + "/") and n.endswith(".py")
+                       and "/" not in n[len(inside) + 1:])
+        return [(n.rsplit("/", 1)[1], zf.read(n)) for n in names]
+
+
 @functools.lru_cache(maxsize=1)
 def codec_stamp() -> str:
-    """sha256 over every codec source (names and contents) and the mode, read once per process."""
+    """sha256 over every codec source (names and contents) and the mode, read once per process (the same for
+    the same sources in a directory or in a zip)."""
     digest = hashlib.sha256(b"checked" if CHECKED else b"normal")
-    for path in sorted(CODEC_DIR.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, content in _codec_sources():
+        digest.update(name.encode() + b"\0" + content + b"\0")
     return digest.hexdigest()
 
 
@@ -53,9 +68,24 @@ def _stamped(base: type) -> type:
     return Stamped
 
 
-# numba's order: NUMBA_CACHE_DIR if set, else __pycache__ beside the source, else the user's cache directory
+class _ZipLocator(caching.ZipCacheLocator):
+    """numba's locator for sources in a zip keeps the cache under a path derived from the zip's own path, which a
+    Spark executor gets anew for every application (its copy of the ``--py-files`` zip): every job would compile
+    every kernel again. Ours keeps it at one place per package directory inside the zip — NUMBA_CACHE_DIR when
+    set, else the user's cache directory — and the stamp (content of the source and of the whole codec) says
+    whether a cached kernel serves."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        base = caching.config.CACHE_DIR or caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
+        inside = os.path.dirname(self._internal_path).replace("/", "_")
+        self._cache_path = os.path.join(base, f"zip_{inside}")
+
+
+# numba's order: NUMBA_CACHE_DIR if set, else __pycache__ beside the source, else the user's cache directory; a
+# source in a zip (spark-submit's --py-files): NUMBA_CACHE_DIR or the user's cache directory (_ZipLocator)
 STAMPED_LOCATORS = tuple(_stamped(base) for base in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
-                                                      caching.UserWideCacheLocator))
+                                                      caching.UserWideCacheLocator, _ZipLocator))
 
 
 def install() -> None:

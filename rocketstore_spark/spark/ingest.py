@@ -285,3 +285,59 @@ def ingest_store(spark, table: str, layout: StoreLayout, bodies: bool, restart_a
         run.tail = None if tail in (Tail.NOTHING, Tail.BLANK) else tail.value
     run.seconds = time.perf_counter() - began
     return run
+
+
+def render(run: StoreRun) -> list[str]:
+    """The report lines of one store's run."""
+    head = f"{run.store}: "
+    if run.status == "ingested":
+        lines = [head + f"{run.messages:,} message(s) ingested, physical offsets {run.start_offset:,} .. "
+                        f"{run.end_offset:,} ({run.end_offset - run.start_offset:,} bytes) in {run.seconds:.1f} s"]
+    elif run.status == "unchanged":
+        lines = [head + f"nothing new since physical offset {run.start_offset:,} ({run.seconds:.1f} s)"]
+    else:
+        lines = [head + f"{run.status}: {run.message}"]
+    if run.tail:
+        lines.append(f"  at {run.end_offset:,} the store holds {run.tail}: the next run reads it whole")
+    if run.skipped_bytes:
+        lines.append(f"  damage: {run.skipped_bytes:,} bytes of the new range were no record and were skipped "
+                     "(the executor log names them; `rocketstore verify` for the findings)")
+    if run.crc_failures:
+        lines.append(f"  damage: {run.crc_failures:,} message(s) fail BODYCRC (ingested, body_crc_ok = false)")
+    return lines
+
+
+def ingest_stores(spark, table: str, stores: list[str], bodies: bool, restart: dict[str, int] | None = None,
+                  snapshots: bool = True, prog: str = "ingest", out=None) -> tuple[int, list[StoreRun], str]:
+    """A whole run (``jobs/ingest.py``, ``rocketstore ingest``): each store of ``stores`` (absolute paths) in its
+    own commit, a report line per store on ``out`` (default stdout), the snapshots appended. Returns the exit
+    status (0 every store ingested or unchanged without damage, 3 damage met or a store refused, 1 another run
+    of a store committed first, 2 a table this run must not write, said on stderr), the runs and the run id."""
+    import datetime as dt
+    import os
+    import sys
+    import uuid
+
+    from rocketstore_spark.spark.snapshots import append_snapshots, snapshot_frames
+    from rocketstore_spark.store.discovery import discover
+    out = out or sys.stdout
+    run_id, run_time = uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc)
+    table = os.path.abspath(table)
+    try:
+        open_table(spark, table, bodies)
+    except IngestRefused as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2, [], run_id
+    layouts = [discover(path)[0] for path in stores]
+    runs = []
+    for layout in layouts:
+        run = ingest_store(spark, table, layout, bodies, (restart or {}).get(layout.name))
+        runs.append(run)
+        print("\n".join(render(run)), file=out)
+    if snapshots:
+        append_snapshots(spark, table, snapshot_frames(spark, layouts, runs, run_id, run_time))
+    print(f"{len(runs)} store(s), {sum(r.messages for r in runs):,} message(s) ingested into {table} (run {run_id})",
+          file=out)
+    if any(r.status == "conflict" for r in runs):
+        return 1, runs, run_id
+    return (3 if any(r.status == "refused" or r.damaged for r in runs) else 0), runs, run_id

@@ -11,6 +11,7 @@ nothing is downloaded at run time. ``get_spark(delta=False)`` needs none of them
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
@@ -108,3 +109,17 @@ def get_spark(app_name: str = "rocketstore-spark", master: str | None = None, de
     from rocketstore_spark.datasource import register
     register(spark)
     return spark
+
+
+@contextlib.contextmanager
+def command_session(app_name: str, master: str = "local[*]"):
+    """A session for one command of the ``rocketstore`` CLI (``ingest``, ``audit --history``): ``get_spark``'s,
+    stopped at the end unless one was running already in this process (a notebook's, a test's: theirs to stop)."""
+    from pyspark.sql import SparkSession
+    running = SparkSession.getActiveSession()
+    spark = running or get_spark(app_name, master=master)
+    try:
+        yield spark
+    finally:
+        if running is None:
+            spark.stop()

@@ -30,7 +30,7 @@ def test_the_dags_folder_imports_with_no_errors(airflow):
     assert bag["errors"] == {}
     assert bag["dags"] == [DAG_ID]            # the helpers beside it are no DAGs (.airflowignore)
     assert bag["params"] == ["ingest_table", "max_lag", "output_dir", "rocketstore_home", "rocketstore_venv",
-                             "stores"]
+                             "scrub_state", "stores"]
     # the operators Airflow users know, over our CLI and our jobs
     assert {k: v for k, v in bag["tasks"].items() if k.startswith("store_checks.")} == {
         "store_checks.prepare": "_PythonDecoratedOperator", "store_checks.audit": "BashOperator",
@@ -71,8 +71,10 @@ def _run(airflow, tmp_path, stores, home=ROOT, **conf):
 
 @pytest.mark.spark
 def test_clean_stores_raise_no_alert(airflow, tmp_path):
+    """With scrub_state: the audit is the incremental scrub, a state file per store (its first run scans every
+    segment)."""
     stores = [BY_ID["5.5.1/clean"].store, BY_ID["4.9.8/clean"].store]
-    result, run, _ = _run(airflow, tmp_path, stores)
+    result, run, _ = _run(airflow, tmp_path, stores, scrub_state=str(tmp_path / "scrub"))
     tasks = result["tasks"]
     assert result["state"] == "success", tasks
     for i in range(len(stores)):
@@ -87,7 +89,10 @@ def test_clean_stores_raise_no_alert(airflow, tmp_path):
     for folder in folders:
         assert (folder / "summary.status").read_text() == "0\n"
         assert "health: healthy" in (folder / "summary.txt").read_text()
-        assert json.loads((folder / "audit.json").read_text())["stores"][0]["at_risk"] is False
+        entry = json.loads((folder / "audit.json").read_text())["stores"][0]
+        assert entry["at_risk"] is False
+        assert entry["scrub"]["run"] == 1 and len(entry["scrub"]["checked"]) == entry["scrub"]["segments"] > 0
+        assert (tmp_path / "scrub" / f"{folder.name}.json").is_file()
 
 
 # An ingest job that only says how it was run: the DAG's wiring of jobs/ingest.py (the job itself is tested

@@ -142,6 +142,6 @@ def test_the_readme_names_the_pins_params_and_variables_the_dag_has():
     for name in ("apache-airflow", "apache-airflow-providers-apache-spark"):
         assert f"{name} {pins[name]}" in section
     params = re.findall(r'"(\w+)": Param\(', (DAGS / "rocketstore_store_audit.py").read_text())
-    assert len(params) == 6 and all(f"`{p}`" in section or f'"{p}"' in section for p in params), params
+    assert len(params) == 7 and all(f"`{p}`" in section or f'"{p}"' in section for p in params), params
     for variable in ("rocketstore_home", "rocketstore_stores", "rocketstore_output_dir", "rocketstore_venv"):
         assert variable in section and variable in (DAGS / "rocketstore_airflow" / "config.py").read_text()

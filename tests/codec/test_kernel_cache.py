@@ -84,3 +84,34 @@ def test_our_kernels_are_stamped_and_others_are_not():
     theirs.__module__ = "somebody_else"
     foreign = numba.njit(cache=True)(theirs)           # its locator is chosen here: nothing is compiled or saved
     assert not isinstance(foreign._cache._impl._locator, kernel_cache.STAMPED_LOCATORS)
+
+
+ZIP_RUN = """
+import json
+from rocketstore_spark.codec import kernel_cache, properties
+locator = properties.property_columns._cache._impl._locator
+print(json.dumps([properties.__file__, isinstance(locator, kernel_cache.STAMPED_LOCATORS), locator.get_cache_path(),
+                  list(locator.get_source_stamp())[1], kernel_cache.codec_stamp()]))
+"""
+
+
+def test_kernels_imported_from_a_zip_are_stamped_and_cached_in_one_place_whatever_the_zip_path(tmp_path):
+    """spark-submit's --py-files: each executor imports the package from its own copy of the zip. The kernels
+    are stamped with the whole codec as read from the zip (the same stamp as from the checkout) and cached under
+    one directory, not one per copy (nothing is compiled here)."""
+    import zipfile
+    seen = []
+    for copy in ("a", "b"):
+        archive = tmp_path / copy / "rocketstore_spark.zip"
+        archive.parent.mkdir()
+        with zipfile.ZipFile(archive, "w") as zf:
+            for path in sorted((ROOT / "rocketstore_spark").rglob("*.py")):
+                zf.write(path, path.relative_to(ROOT).as_posix())
+        env = {**os.environ, "PYTHONPATH": str(archive), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+        done = subprocess.run([sys.executable, "-c", ZIP_RUN], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, check=True)
+        seen.append(__import__("json").loads(done.stdout.strip().splitlines()[-1]))
+    for source, stamped, cache, stamp, codec in seen:
+        assert ".zip" in source and stamped
+        assert stamp == codec == kernel_cache.codec_stamp()
+        assert cache == str(tmp_path / "cache" / "zip_rocketstore_spark_codec")

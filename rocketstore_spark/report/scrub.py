@@ -1,0 +1,168 @@
+"""The incremental scrub of stores (driver; ``rocketstore audit --scrub``, ``jobs/scrub.py``): the audit's
+answer — every check and the recovery report, per store, as ``report.audit``'s document — at the cost of what
+changed since the last run rather than of the store's size.
+
+Segments: ``verify.scrub.plan_segments`` says which are scanned again (new, grown, modified, bytes changed, and
+a rotating 1/N share of the rest; the module docstring there); the others' verdicts and findings are carried
+over from the state. The scans run through ``scan`` (default: on THREADS threads here; ``spark.scrub`` runs
+them on executors).
+
+Cross-checks — ConsumeQueues, IndexFiles, checkpoint and shutdown state, consumer offsets, the store's
+layout (``verify.store.verify_store`` without its BODYCRC scans, which the segment scans above stand for) and
+the recovery report — run again when any file of the store changed (a digest of every file's name, size and
+time), a segment's bytes changed, a segment's scan found other findings than last time, or the settings
+differ; else they are carried over from the state. On a live broker the queues, the checkpoint and the
+consumer offsets change all the time: its cross-checks run every night, and the scrub saves the BODYCRC scans
+of the segments that did not change.
+
+The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
+bytes scanned, whether the cross-checks ran, the rotation.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from rocketstore_spark.documents import json_text
+from rocketstore_spark.findings import Finding
+from rocketstore_spark.recovery.report import recovery_report
+from rocketstore_spark.report.audit import Audit, audit_entry
+from rocketstore_spark.rocketmq.settings import resolve
+from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.engines import UnsupportedStore, Work
+from rocketstore_spark.store.outputs import outside_stores, store_roots
+from rocketstore_spark.verify.queues import LogBounds
+from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
+                                            plan_segments, save_state)
+from rocketstore_spark.verify.store import StoreVerdict, relative, store_root, verify_store
+
+THREADS = 2
+
+
+def scan_here(tasks: list[SegmentTask], run: dict[str, int]) -> list[dict]:
+    """The segment scans on THREADS threads of this process (their compiled kernels release the GIL);
+    ``run``: the run number of each task's store (by root)."""
+    with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="scrub") as pool:
+        return list(pool.map(lambda t: check_segment(t, run[t.root]), tasks))
+
+
+@dataclass
+class ScrubRun:
+    audit: Audit                                      # the audit's entries (each with its ``scrub`` part)
+    state: dict = field(default_factory=dict)         # the new state document (saved)
+
+
+def _as_json(obj):
+    return json.loads(json_text(obj, indent=None))
+
+
+def _settings_key(options: dict | None, broker_conf: str | None) -> str:
+    conf = None
+    if broker_conf:
+        st = os.stat(broker_conf)
+        conf = [os.path.abspath(broker_conf), st.st_size, st.st_mtime_ns]
+    return json.dumps([options or {}, conf], sort_keys=True, default=str)
+
+
+def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir) -> dict:
+    """Everything but the segment scans: ``verify_store`` without BODYCRC (its segment findings left out: the
+    scrub's segment scans stand for them) and the recovery report, side by side as the audit runs them."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
+        report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf) \
+            if layout.files.root is not None else None
+        v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False, work_dir=work_dir)
+        rec, refused = None, None
+        if report is not None:
+            try:
+                rec = report.result()[0]
+            except UnsupportedStore as e:
+                refused = str(e)
+    root = store_root(layout)
+    rest = list(v.findings)
+    for f in (relative(x, root) for _, s in v.segments for x in s.findings):
+        rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
+    return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
+            "log": [v.log.min_offset, v.log.end]}
+
+
+def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
+                 options: dict | None = None, broker_conf: str | None = None, work_dir: str | None = None,
+                 scan=scan_here) -> ScrubRun:
+    """Scrub each store against the state at ``state_path`` (created when missing; never under a store) and
+    save the new state; ``scan(tasks, runs)``: how the segment scans run (default ``scan_here``)."""
+    if rotation < 1:
+        raise ValueError(f"--rotation {rotation}: must be 1 or more (runs per full rotation)")
+    outside_stores(state_path, store_roots(layouts), "scrub state")
+    state = load_state(state_path)
+    key = _settings_key(options, broker_conf)
+    out = ScrubRun(Audit(), state)
+    plans, previous, runs, started = {}, {}, {}, time.perf_counter()
+    for layout in layouts:
+        root = store_root(layout)
+        prev = state["stores"].get(os.path.abspath(layout.name))      # the same store however it was spelled
+        if prev is not None and prev.get("settings") != key:
+            prev = None                                 # other settings: nothing carried over
+        previous[layout.name] = prev
+        runs[root] = (prev or {}).get("run", 0) + 1
+        if not layout.refused(Work.READ_COMMITLOG):
+            plans[layout.name] = plan_segments(layout, root, prev, runs[root], rotation)
+    # every store's segment scans at once (one Spark job, or one pool)
+    tasks = [t for p in plans.values() for t in p.tasks]
+    # as the state will hold them (JSON), so that what is carried over compares equal to what is found again
+    scanned = {(t.root, t.name): _as_json(r) for t, r in zip(tasks, scan(tasks, runs))} if tasks else {}
+    scan_seconds = time.perf_counter() - started
+    for layout in layouts:
+        clock = time.perf_counter()
+        root, prev, plan = store_root(layout), previous[layout.name], plans.get(layout.name)
+        segments: dict[str, dict] = {}
+        differs = False
+        for name in (plan.order if plan else []):
+            rec = plan.carried.get(name) or scanned[(root, name)]
+            old = ((prev or {}).get("segments") or {}).get(name)
+            differs |= old is not None and name not in plan.carried and old["findings"] != rec["findings"]
+            segments[name] = rec
+        signature = files_signature(layout)
+        rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
+        cross = _as_json(_cross_checks(layout, options, broker_conf, work_dir)) if rerun else prev["cross"]
+        findings = [Finding.from_row(f) for name in segments for f in segments[name]["findings"]]
+        findings += (plan.changed if plan else []) + [Finding.from_row(f) for f in cross["findings"]]
+        verdict = StoreVerdict(layout.name, resolve(layout, options, broker_conf), LogBounds(*cross["log"]),
+                               [], [], [], None, findings)
+        entry = audit_entry(verdict, cross["recovery"], cross["recovery_refused"])
+        checked = plan.tasks if plan else []
+        entry["scrub"] = {
+            "run": runs[root], "rotation": rotation, "segments": len(segments),
+            "checked": [{"segment": t.name, "reason": t.reason} for t in checked],
+            "bytes_checked": sum(segments[t.name]["size"] for t in checked),
+            "bytes": sum(r["size"] for r in segments.values()),
+            "cross_checks": "run" if rerun else "carried",
+            # this store's own part, plus the segment scans of every store of the run (run together)
+            "seconds": round(time.perf_counter() - clock + scan_seconds, 3)}
+        out.audit.docs.append(entry)
+        out.audit.at_risk |= entry["at_risk"]
+        for rec in segments.values():
+            rec.pop("reason", None)
+        state["stores"][os.path.abspath(layout.name)] = {"settings": key, "run": runs[root], "rotation": rotation,
+                                        "files": signature, "credit": plan.credit if plan else 0,
+                                        "segments": segments, "cross": cross}
+    save_state(state_path, state)
+    return out
+
+
+def scrub_lines(entry: dict) -> list[str]:
+    """What a scrub did for one store, in words (the CLI and the job print it)."""
+    s = entry["scrub"]
+    reasons: dict[str, int] = {}
+    for c in s["checked"]:
+        reasons[c["reason"]] = reasons.get(c["reason"], 0) + 1
+    why = ", ".join(f"{n} {r}" for r, n in reasons.items()) or "none due"
+    counts = {sev: sum(1 for f in entry["findings"] if f["severity"] == sev) for sev in ("error", "warning", "info")}
+    return [f"{entry['store']}: {'PROBLEMS FOUND' if entry['at_risk'] else 'healthy'} (scrub run {s['run']}, "
+            f"rotation {s['rotation']} runs)",
+            f"  segments scanned: {len(s['checked'])} of {s['segments']} ({why}), {s['bytes_checked']:,} of "
+            f"{s['bytes']:,} bytes; cross-checks {'run again' if s['cross_checks'] == 'run' else 'carried over'}",
+            f"  findings: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
+            f"{s['seconds']} s"]

@@ -1,0 +1,196 @@
+"""The incremental scrub's segment state: what a scrub knows of each CommitLog segment from its last full scan,
+which segments a run scans again, and one segment's scan (the plan on the driver; ``check_segment`` wherever
+the segment is read: a thread of the CLI, or a Spark executor). ``report.scrub`` runs a scrub in-process,
+``spark.scrub`` with the segment scans on executors.
+
+Per segment the state keeps its size, modification time (ns), whether a later segment followed it, a digest of
+sampled blocks of its bytes (``sample_digest``: SAMPLE_BLOCKS blocks of BLOCK bytes spread evenly over the
+file, 256 KiB of a 1 GiB segment), the run that last scanned it whole, the scan's verdict (records, where the
+valid data ends and why, CRC failures, store times) and its findings (rows of the findings schema, files
+relative to the store root). A run scans again, whole, with BODYCRC, the 5.x ``__CRC32#`` property and
+store-time checks (``store.scan.scan_segment``, as the audit does):
+
+* ``new``: a segment the state does not know;
+* ``grown`` / ``resized``, ``modified``, ``followed``: its size, modification time, or whether a later segment
+  exists changed — RocketMQ appends to a segment through its mapping (the time moves) until retention deletes
+  it, so a live broker's last segment is scanned every run;
+* ``bytes changed``: its sampled bytes differ while size and time did not — not the broker's doing
+  (``scrub.segment_changed``, a warning);
+* ``rotation``: of the rest, a rotating share. Each run earns credit worth 1/N of the unchanged segments'
+  bytes and spends it on whole segments, the one scanned longest ago first; whatever a run does not spend
+  carries to the next. So a run scans on average exactly 1/N of the old bytes (a store of 15 equal segments
+  and N = 28: one segment in 15 runs of every 28, none in the others — never one a run, which would be 1/15),
+  and every segment is scanned again within N runs (one whose last scan is N runs old is scanned whatever the
+  credit). N = 28 (``ROTATION``) by default: with a nightly run, a full rotation takes four weeks.
+
+The state file is one JSON document (type rocketstore-spark/scrub-state, version 1) for any number of stores,
+keyed by the store's path, written atomically (``store.durable``) and never under a store.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketstore_spark.documents import DocumentError, check, header
+from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.store.discovery import StoreLayout
+from rocketstore_spark.store.durable import write_json
+from rocketstore_spark.store.scan import scan_segment
+from rocketstore_spark.verify.store import relative
+
+DOCUMENT_TYPE = "rocketstore-spark/scrub-state"
+DOCUMENT_VERSION = 1
+ROTATION = 28                   # runs per full rotation: four weeks of nightly runs
+SAMPLE_BLOCKS = 64
+BLOCK = 4096
+VERDICT_FIELDS = ("records", "first_position", "valid_end", "data_end", "stop_reason", "stop_position",
+                  "crc_failures", "first_crc_failure", "properties_crc_failures", "first_store_timestamp",
+                  "last_store_timestamp")
+
+
+def sample_digest(path: str, size: int) -> str:
+    """blake2b (128 bits) of the size and SAMPLE_BLOCKS blocks of BLOCK bytes at evenly spaced positions of the
+    file (its first and last block among them), read with pread from a read-only descriptor."""
+    h = hashlib.blake2b(size.to_bytes(8, "big"), digest_size=16)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        last = max(0, size - BLOCK)
+        for k in range(SAMPLE_BLOCKS):
+            h.update(os.pread(fd, BLOCK, last * k // (SAMPLE_BLOCKS - 1)))
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    """One segment to scan again (small and picklable: it travels to a Spark task)."""
+    root: str              # the directory findings name files relative to (``verify.store.store_root``)
+    name: str              # the segment's file relative to ``root``
+    path: str
+    base_offset: int
+    followed: bool         # a later segment exists
+    reason: str            # why it is scanned (module docstring)
+
+
+def check_segment(task: SegmentTask, run: int) -> dict:
+    """Scan one segment whole (BODYCRC, ``__CRC32#``, store times) and record it as the state keeps it: size and
+    time taken before the scan (bytes the broker appends meanwhile make the next run scan it again), the
+    digest, the verdict and the findings. Runs where the segment is read (a thread, or a Spark executor)."""
+    st = os.stat(task.path)
+    s = scan_segment(task.path, task.base_offset, check_crc=True, followed=task.followed,
+                     check_properties_crc=True, check_times=True)
+    return {"name": task.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "followed": task.followed,
+            "digest": sample_digest(task.path, st.st_size), "checked_run": run, "reason": task.reason,
+            "verdict": {k: getattr(s, k) for k in VERDICT_FIELDS},
+            "findings": [relative(f, task.root).as_row() for f in s.findings]}
+
+
+@dataclass
+class SegmentPlan:
+    """What a run does with one store's segments."""
+    tasks: list[SegmentTask]          # to scan again, in segment order
+    carried: dict[str, dict]          # name -> the state's record, for the segments not scanned
+    changed: list[Finding]            # scrub.segment_changed
+    credit: int                       # rotation credit (byte-runs: bytes x rotation) left for the next run
+    order: list[str]                  # every segment's name, in CommitLog order
+
+
+def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: int, rotation: int) -> SegmentPlan:
+    """Which of the store's segments this run (number ``run`` of the store) scans again and why, from the
+    store's previous state (``previous``: its ``segments`` and ``credit``; None for none). Reads each
+    unchanged segment's sampled blocks; nothing else."""
+    known = (previous or {}).get("segments", {})
+    tasks: list[SegmentTask] = []
+    carried: dict[str, dict] = {}
+    changed: list[Finding] = []
+    candidates = []                                   # (last scanned run, k, task, record): rotation's choice
+    order = []
+    for k, seg in enumerate(layout.segments):
+        name = os.path.relpath(seg.path, root)
+        order.append(name)
+        followed = layout.followed(k)
+        st = os.stat(seg.path)
+        old = known.get(name)
+        reason = None
+        if old is None:
+            reason = "new"
+        elif old["size"] != st.st_size:
+            reason = "grown" if st.st_size > old["size"] else "resized"
+        elif old["mtime_ns"] != st.st_mtime_ns:
+            reason = "modified"
+        elif old["followed"] != followed:
+            reason = "followed"
+        elif sample_digest(seg.path, st.st_size) != old["digest"]:
+            reason = "bytes changed"
+            changed.append(finding(
+                "scrub.segment_changed", name, None,
+                f"sampled bytes differ from the scrub's record of run {old['checked_run']} while the size "
+                f"({st.st_size:,}) and modification time are the same: not written by the broker; scanned again",
+                recorded_digest=old["digest"]))
+        task = SegmentTask(root, name, seg.path, seg.base_offset, followed, reason or "rotation")
+        if reason is None:
+            candidates.append((old["checked_run"], k, task, old))
+        else:
+            tasks.append(task)
+    # credit in byte-runs (bytes x rotation), whole numbers: a run earns the unchanged bytes, a segment scanned
+    # costs its size times the rotation — exactly 1/N of the unchanged bytes a run, no rounding
+    old_bytes = sum(rec["size"] for *_, rec in candidates)
+    earned = (previous or {}).get("credit", 0) if (previous or {}).get("rotation") == rotation else 0
+    credit = int(earned) + old_bytes
+    waiting = False                                   # the oldest one did not fit: the younger ones wait too
+    for last, _, task, rec in sorted(candidates, key=lambda c: c[:2]):
+        cost = rec["size"] * rotation
+        if run - last >= rotation or (cost <= credit and not waiting):
+            tasks.append(task)
+            credit = max(0, credit - cost)
+        else:
+            waiting = True
+            carried[task.name] = rec
+    # bounded: a store whose segments all changed for a while does not bank a rotation's worth of scans
+    credit = min(credit, old_bytes * rotation)
+    rank = {name: k for k, name in enumerate(order)}
+    tasks.sort(key=lambda t: rank[t.name])
+    return SegmentPlan(tasks, carried, changed, credit, order)
+
+
+def files_signature(layout: StoreLayout) -> str:
+    """A digest of every file's name, size and modification time under the store (its root, or a bare
+    CommitLog directory): what decides whether the cross-checks (queues, IndexFiles, offsets, checkpoint, the
+    recovery report) run again or are carried over."""
+    top = str(layout.files.root or layout.files.commitlog_dir)
+    h = hashlib.blake2b(digest_size=16)
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(p)
+            except FileNotFoundError:           # deleted while we walked (retention): a change all the same
+                h.update(b"gone")
+                continue
+            h.update(f"{os.path.relpath(p, top)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def load_state(path: str) -> dict:
+    """The state document at ``path`` (an empty one when there is no file yet); DocumentError when the file is
+    something else."""
+    import json
+    p = Path(path)
+    if not p.exists():
+        return header(DOCUMENT_TYPE, DOCUMENT_VERSION) | {"stores": {}}
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DocumentError(f"{path}: not a scrub state ({e})") from e
+    return check(obj, DOCUMENT_TYPE, DOCUMENT_VERSION, path)
+
+
+def save_state(path: str, state: dict) -> None:
+    """The state document, atomically and durably (a crash leaves the old state or the new one); its directory
+    is made when missing."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_json(Path(path), state)

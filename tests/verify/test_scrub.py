@@ -1,0 +1,167 @@
+"""The incremental scrub (``rocketstore audit --scrub``) against the full audit, in-process: on RocketMQ's own
+stores its answer equals the audit's; unchanged segments are carried over and a rotation scans each again
+once in N runs at 1/N of the bytes a run; appended data, and bytes changed under the same size and time, are
+found; the state never goes under a store."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+
+import pytest
+
+from rocketstore_spark.codec.encode import Message, SegmentWriter
+from rocketstore_spark.documents import DocumentError, json_text
+from rocketstore_spark.report.audit import audit_stores
+from rocketstore_spark.report.scrub import scan_here, scrub_stores
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.outputs import OutputError
+from rocketstore_spark.verify.scrub import BLOCK, load_state
+from tests.builders import write_segments
+from tests.cli.helpers import run as cli
+from tests.golden.goldens import BY_ID
+
+
+def rows(findings) -> Counter:
+    return Counter(json.dumps(f, sort_keys=True) for f in findings)
+
+
+def audit(store):
+    return audit_stores(discover(str(store))).docs[0]
+
+
+def scrub(store, state, **kw):
+    return scrub_stores(discover(str(store)), str(state), **kw).audit.docs[0]
+
+
+def as_json(obj):
+    return json.loads(json_text(obj, indent=None))
+
+
+def same_answer(got: dict, want: dict) -> None:
+    """The scrub's entry says what the full audit's does: findings, recovery report, verdict."""
+    assert rows(got["findings"]) == rows(want["findings"])
+    assert as_json(got["recovery"]) == as_json(want["recovery"]) and got["at_risk"] == want["at_risk"]
+    assert got["areas"] == want["areas"] and as_json(got["settings"]) == as_json(want["settings"])
+
+
+@pytest.mark.parametrize("gid", ["4.9.8/corrupt-body", "5.5.1/corrupt-body", "5.5.1/consumer-offsets"])
+def test_the_scrub_answers_as_the_full_audit_and_carries_an_unchanged_store_over(gid, tmp_path):
+    store = BY_ID[gid].store
+    want = audit(store)
+    first = scrub(store, tmp_path / "state.json")
+    same_answer(first, want)
+    s = first["scrub"]
+    assert s["run"] == 1 and s["cross_checks"] == "run"
+    assert [c["reason"] for c in s["checked"]] == ["new"] * s["segments"] and s["bytes_checked"] == s["bytes"]
+    again = scrub(store, tmp_path / "state.json")
+    same_answer(again, want)
+    assert again["scrub"]["run"] == 2 and again["scrub"]["cross_checks"] == "carried"
+    assert {c["reason"] for c in again["scrub"]["checked"]} <= {"rotation"}
+
+
+def many_segments(root, n: int, segment: int = 1 << 14) -> SegmentWriter:
+    """A bare CommitLog of ``n`` full segments of ``segment`` bytes (our encoder)."""
+    w = SegmentWriter(segment)
+    i = 0
+    while len(w.segments) <= n:
+        w.append(Message(topic=f"T{i % 3}", body=bytes([i % 251]) * 300, queue_id=i % 2,
+                         store_timestamp=1_700_000_000_000 + i, born_timestamp=1_700_000_000_000 + i))
+        i += 1
+    write_segments(w, root / "commitlog")
+    (root / "commitlog" / f"{n * segment:020d}").unlink()         # the started (n+1)th: n whole segments
+    return w
+
+
+def test_a_rotation_scans_each_unchanged_segment_once_in_n_runs_at_one_nth_of_the_bytes_a_run(tmp_path):
+    """15 segments and N = 28: 15 of 28 runs scan one segment, the others none (the share is 15/28 of a
+    segment a run, never a whole one each run), and every segment exactly once, the oldest first."""
+    store = tmp_path / "store"
+    many_segments(store, 15)
+    state = tmp_path / "state.json"
+    first = scrub(store, state)
+    assert len(first["scrub"]["checked"]) == 15
+    per_run = []
+    for _ in range(28):
+        entry = scrub(store, state)
+        assert entry["scrub"]["cross_checks"] == "carried"
+        per_run.append([c["segment"] for c in entry["scrub"]["checked"]])
+        assert {c["reason"] for c in entry["scrub"]["checked"]} <= {"rotation"}
+    assert sorted(len(r) for r in per_run) == [0] * 13 + [1] * 15
+    scanned = [name for r in per_run for name in r]
+    assert scanned == sorted(scanned) and len(set(scanned)) == 15      # each once, in CommitLog order (oldest)
+    assert entry["scrub"]["run"] == 29
+
+
+def test_appended_messages_and_a_new_segment_are_scanned_and_the_cross_checks_run_again(tmp_path):
+    g = BY_ID["5.5.1/consumer-offsets"]
+    store = tmp_path / "store"
+    shutil.copytree(g.store, store)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    last = sorted((store / "commitlog").iterdir())[-1]
+    os.utime(last)                                     # the broker wrote into its last segment
+    (store / "commitlog" / f"{int(last.name) + last.stat().st_size:020d}").write_bytes(bytes(last.stat().st_size))
+    entry = scrub(store, state)
+    reasons = {c["segment"]: c["reason"] for c in entry["scrub"]["checked"]}
+    assert reasons[f"commitlog/{last.name}"] in ("modified", "followed")
+    assert sorted(reasons.values()).count("new") == 1
+    assert entry["scrub"]["cross_checks"] == "run"
+    same_answer(entry, audit(store))
+
+
+def test_bytes_changed_under_the_same_size_and_time_are_found_and_scanned_again(tmp_path):
+    """A body byte flipped inside the first sampled block, the file's times put back: scrub.segment_changed,
+    and the segment's scan finds the BODYCRC failure the full audit finds."""
+    g = BY_ID["5.5.1/clean"]
+    store = tmp_path / "store"
+    shutil.copytree(g.store, store)
+    state = tmp_path / "state.json"
+    assert scrub(store, state)["at_risk"] is False
+    first = next(m for m in g.messages if m["file_position"] + m["total_size"] < BLOCK and m["body_length"] > 0)
+    seg = store / "commitlog" / f"{first['physical_offset'] - first['file_position']:020d}"
+    st = seg.stat()
+    data = bytearray(seg.read_bytes())
+    body = data.index(bytes.fromhex(first["body_head"]), first["file_position"])
+    assert body < first["file_position"] + first["total_size"]
+    data[body] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+    entry = scrub(store, state)
+    changed = [f for f in entry["findings"] if f["check"] == "scrub.segment_changed"]
+    assert [f["file"] for f in changed] == [f"commitlog/{seg.name}"]
+    assert {"segment": f"commitlog/{seg.name}", "reason": "bytes changed"} in entry["scrub"]["checked"]
+    assert entry["scrub"]["cross_checks"] == "run" and entry["at_risk"] is True
+    want = audit(store)
+    assert any(f["check"] == "commitlog.body_crc" for f in want["findings"])
+    assert rows(f for f in entry["findings"] if f["check"] != "scrub.segment_changed") == rows(want["findings"])
+    assert as_json(entry["recovery"]) == as_json(want["recovery"])
+
+
+def test_the_state_is_never_under_a_store_and_another_document_is_refused(tmp_path):
+    store = BY_ID["5.5.1/clean"].store
+    with pytest.raises(OutputError, match="scrub state is inside the store"):
+        scrub(store, store / "state.json")
+    other = tmp_path / "other.json"
+    other.write_text('{"document_type": "rocketstore-spark/audit", "document_version": 1}')
+    with pytest.raises(DocumentError, match="expected 'rocketstore-spark/scrub-state'"):
+        load_state(str(other))
+    with pytest.raises(ValueError, match="--rotation 0"):
+        scrub_stores(discover(str(store)), str(tmp_path / "s.json"), rotation=0, scan=scan_here)
+
+
+def test_rocketstore_audit_scrub(tmp_path):
+    store = BY_ID["4.9.8/corrupt-body"].store
+    state = tmp_path / "state.json"
+    r = cli("audit", store, "--scrub", state)
+    assert r.exit_code == 3, r.output
+    assert "segments scanned:" in r.stdout and "cross-checks run again" in r.stdout
+    assert "commitlog.body_crc" in r.stdout
+    r = cli("audit", store, "--scrub", state, "--json")
+    assert r.exit_code == 3
+    doc = json.loads(r.stdout)
+    assert doc["stores"][0]["scrub"]["cross_checks"] == "carried"
+    assert cli("audit", store, "--scrub", state, "--html", tmp_path / "a.html").exit_code == 2
+    r = cli("audit", store, "--scrub", store / "state.json")
+    assert r.exit_code == 2 and "inside the store" in r.stderr
