@@ -85,6 +85,18 @@ def any_problem(findings) -> bool:
     return any(f.severity != Severity.INFO for f in findings)
 
 
+def distinct(findings) -> list[Finding]:
+    """``findings`` in order, each (check, file, byte, message) once: what several reads of one range met."""
+    seen: set = set()
+    out = []
+    for f in findings:
+        key = (f.check, f.file, f.file_position, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
 def raise_first_error(findings) -> None:
     """``strict``: the first error finding of ``findings`` as a StoreError (warnings and info pass)."""
     for f in findings:

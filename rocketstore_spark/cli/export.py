@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from rocketstore_spark.cli.options import PROBLEMS, json_option, layouts
-from rocketstore_spark.cli.output import emit_json, line
+from rocketstore_spark.cli.options import PROBLEMS, findings_limit_option, json_option, layouts
+from rocketstore_spark.cli.output import emit_json, findings_table, line
+from rocketstore_spark.findings import any_problem
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 
 
@@ -27,12 +28,15 @@ from rocketstore_spark.store.outputs import outside_stores, store_roots
 @click.option("--from-offset", type=int, default=0, help="physical offsets from here (whole segments skipped)")
 @click.option("--to-offset", type=int, help="physical offsets below this")
 @click.option("--crc-ok-only", is_flag=True, help="leave out records whose body fails its CRC")
+@findings_limit_option
 @json_option
 def export_cmd(stores, output, fmt, topic, queue_id, key, uniq_key, tag, since, until, from_offset, to_offset,
-               crc_ok_only, as_json):
+               crc_ok_only, limit, as_json):
     """Write a slice of the messages — a topic, a queue, a key, a time window, an offset range — to Parquet or
     JSON lines, with everything needed to publish them again (topic, queue, flag, keys, tags, properties, body;
-    JSON bodies in base64). The store is only read. Exit 3 when nothing matched.
+    JSON bodies in base64). The store is only read. What the reading met (damage, bodies failing BODYCRC) is
+    listed with file and byte ("findings" in --json); the records around damage are still exported. Exit 3
+    when nothing matched or the reading met damage.
 
     With --topic, each store is read through the topic's ConsumeQueues where they account for every record
     (the same rows as a scan, a fraction of the work); stderr (--json: "read") says per store whether it
@@ -58,15 +62,18 @@ def export_cmd(stores, output, fmt, topic, queue_id, key, uniq_key, tag, since, 
                   until_ms=parse_time(until), from_offset=from_offset, to_offset=to_offset, crc_ok_only=crc_ok_only)
     started = time.monotonic()
     plans: list = []
-    n = export(found, target, where, fmt, plans=plans)
+    findings: list = []
+    n = export(found, target, where, fmt, plans=plans, findings=findings)
     doc = {"output": str(target), "format": fmt, "messages": n, "stores": [layout.name for layout in found],
            "read": [{"store": how.store, "through_consumequeue": how.through_queues, "how": how.describe()}
                     for how in plans],
-           "seconds": round(time.monotonic() - started, 3)}
+           "findings": [f.as_row() for f in findings], "seconds": round(time.monotonic() - started, 3)}
     if as_json:
         emit_json(doc)
     else:
         for how in plans:           # how each store was read: through the ConsumeQueue, or scanned and why
             click.echo(f"{how.store}: {how.describe()}", err=True)
         line(f"{n} message(s) written to {target} ({fmt}) in {doc['seconds']} s")
-    sys.exit(0 if n else PROBLEMS)
+        if findings:
+            findings_table(findings, limit, f"What the reading met ({len(findings)} finding(s))")
+    sys.exit(PROBLEMS if not n or any_problem(findings) else 0)

@@ -18,6 +18,8 @@ work_dir_option = click.option("--work-dir", type=click.Path(exists=True, file_o
                                help="where the queue check spills each message's queue entry (36 bytes a "
                                     "message, removed afterwards; never inside a store; a tmpfs /tmp holds them "
                                     "in memory) [default: TMPDIR]")
+findings_limit_option = click.option("--limit", default=40, show_default=True,
+                                     help="findings printed per store (--json has all)")
 family_option = click.option("--release-family", type=click.Choice(FAMILY_NAMES),
                              help="mirror this family's recovery regardless of the release")
 

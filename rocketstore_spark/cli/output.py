@@ -40,6 +40,18 @@ def line(text: str = "", style: str | None = None) -> None:
     console.print(text, style=style, markup=False)
 
 
+def findings_table(findings, limit: int, title: str | None = None) -> None:
+    """The findings that matter first (errors, warnings, info), at most ``limit`` of them, each with its file,
+    byte and physical offset; a line saying how many more there are."""
+    shown = sorted(findings, key=lambda f: SEVERITY_ORDER[str(f.severity)])[:limit]
+    table(title, ["severity", "check", "file", "byte", "physical offset", "queue", "message"],
+          [(str(f.severity), f.check, f.file, f.file_position, f.physical_offset,
+            f"{f.topic}/{f.queue_id}@{f.queue_offset}" if f.topic else None, f.message) for f in shown],
+          numeric={"byte", "physical offset"}, styles=[SEVERITY_STYLE[str(f.severity)] for f in shown])
+    if len(findings) > limit:
+        line(f"  ... {len(findings) - limit} more (--limit, or --json)")
+
+
 @contextlib.contextmanager
 def progress_display(enabled: bool):
     """While a command runs, on stderr: the CommitLog segment each reading thread is on with a bar of its bytes,

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from rocketstore_spark.cli.options import PROBLEMS, given_settings, json_option, settings_options
-from rocketstore_spark.cli.output import emit_json, line, table
+from rocketstore_spark.cli.options import PROBLEMS, findings_limit_option, given_settings, json_option, settings_options
+from rocketstore_spark.cli.output import emit_json, findings_table, line, table
 
 
 @click.command("rebuild")
@@ -20,11 +20,12 @@ from rocketstore_spark.cli.output import emit_json, line, table
 @click.option("--resync", is_flag=True,
               help="every valid record, reading on past damage, instead of what the release's own rebuild writes; "
                    "lists the entries RocketMQ would not have")
+@findings_limit_option
 @json_option
-def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, as_json):
+def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, limit, as_json):
     """Rebuild ConsumeQueues and IndexFiles from the CommitLog into a directory outside the store, byte for byte
     what RocketMQ writes when it restarts without them, and compare them with the store's own. Exit 3 when
-    they differ.
+    they differ or reading the CommitLog met damage (listed with file and byte).
 
     \b
     Example:
@@ -45,4 +46,6 @@ def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, as_
         if changed:
             table(None, ["kind", "store file", "rebuilt file", "status", "detail"],
                   [(d.kind, d.store_file, d.rebuilt_file, d.status, d.detail) for d in changed])
+        if r.findings:
+            findings_table(r.findings, limit, f"What reading the CommitLog met ({len(r.findings)} finding(s))")
     sys.exit(PROBLEMS if changed or r.findings else 0)

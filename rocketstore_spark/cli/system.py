@@ -3,11 +3,13 @@ an incident (CLI, in-process, read-only; the answers are ``lookup.system_topics`
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
-from rocketstore_spark.cli.options import broker_conf_option, json_option, layouts, version_option
-from rocketstore_spark.cli.output import emit_json, line, table
+from rocketstore_spark.cli.options import PROBLEMS, broker_conf_option, json_option, layouts, version_option
+from rocketstore_spark.cli.output import emit_json, findings_table, line, table
+from rocketstore_spark.findings import any_problem
 from rocketstore_spark.report.text import utc_time
 
 messages_option = click.option("--messages", is_flag=True, help="also list every message, not only the summary")
@@ -19,6 +21,19 @@ def _more(total: int, limit: int) -> None:
     """Say how many of ``total`` rows a listing of ``limit`` left out."""
     if total > limit:
         line(f"({total - limit:,} more not listed: --limit, or --json)")
+
+
+def _met(name: str, findings: list, limit: int) -> None:
+    """What reading one store's CommitLog met (damage, bodies failing BODYCRC), when anything: the answers
+    above leave those records out."""
+    if findings:
+        findings_table(findings, limit, f"{name}: what the reading met ({len(findings)} finding(s); the answers "
+                                        "above leave those records out)")
+
+
+def _exit(findings: list) -> None:
+    """Exit 3 when the reading met damage: the answers may be missing what it hid."""
+    sys.exit(PROBLEMS if any_problem(findings) else 0)
 
 
 def _rows(t) -> list[dict]:
@@ -34,7 +49,9 @@ def _rows(t) -> list[dict]:
 
 @click.group("system")
 def system():
-    """The system topics' state: delayed messages not yet delivered, transactions, retries and dead letters."""
+    """The system topics' state: delayed messages not yet delivered, transactions, retries and dead letters.
+    What the reading met (damage, bodies failing BODYCRC) is listed with file and byte ("findings" in --json);
+    exit 3 when it met damage."""
 
 
 @system.command("delayed")
@@ -59,8 +76,9 @@ def delayed_cmd(stores, messages, limit, message_delay_level, broker_conf, rocke
     if as_json:
         emit_json({"stores": [{"store": name, "delay_offsets_file": d.offsets_file,
                                "message_delay_level": d.message_delay_level, "levels": _rows(d.levels),
-                               **({"pending": _rows(d.pending)} if messages else {})} for name, d in found]})
-        return
+                               **({"pending": _rows(d.pending)} if messages else {}),
+                               "findings": [f.as_row() for f in d.findings]} for name, d in found]})
+        _exit([f for _, d in found for f in d.findings])
     for name, d in found:
         levels = _rows(d.levels)
         source = f"config/{os.path.basename(d.offsets_file)}" if d.offsets_file else \
@@ -80,6 +98,8 @@ def delayed_cmd(stores, messages, limit, message_delay_level, broker_conf, rocke
                    for r in _rows(d.pending.slice(0, limit))], numeric={"level", "queue offset", "physical offset",
                                                                        "queue"})
             _more(d.pending.num_rows, limit)
+        _met(name, d.findings, limit)
+    _exit([f for _, d in found for f in d.findings])
 
 
 @system.command("transactions")
@@ -106,14 +126,16 @@ def transactions_cmd(stores, states, show_all, limit, as_json):
     wanted = list(STATES) if show_all else [s.upper() for s in states] or ["PENDING", "DISCARDED"]
     found = []
     for layout in layouts(stores):
-        t, as_of = transactions(layout)
+        met: list = []
+        t, as_of = transactions(layout, findings=met)
         counts = dict.fromkeys(STATES, 0) | {v["values"]: v["counts"] for v in pc.value_counts(t["state"]).to_pylist()}
-        found.append((layout.name, as_of, counts, t.filter(pc.is_in(t["state"], pa.array(wanted)))))
+        found.append((layout.name, as_of, counts, t.filter(pc.is_in(t["state"], pa.array(wanted))), met))
     if as_json:
-        emit_json({"stores": [{"store": name, "as_of": as_of, "counts": counts, "transactions": _rows(listed)}
-                              for name, as_of, counts, listed in found]})
-        return
-    for name, as_of, counts, listed in found:
+        emit_json({"stores": [{"store": name, "as_of": as_of, "counts": counts, "transactions": _rows(listed),
+                               "findings": [f.as_row() for f in met]}
+                              for name, as_of, counts, listed, met in found]})
+        _exit([f for *_, met in found for f in met])
+    for name, as_of, counts, listed, met in found:
         line(f"{name}: {sum(counts.values()):,} transaction(s): " + ", ".join(
             f"{counts[s]:,} {s.lower().replace('_', ' ')}" for s in STATES)
              + (f" (ages to {utc_time(as_of)}, the newest record)" if as_of is not None else ""))
@@ -128,6 +150,8 @@ def transactions_cmd(stores, states, show_all, limit, as_json):
                   numeric={"queue", "half offset", "copies", "checks", "pending (s)"},
                   styles=["yellow" if r["state"] == "PENDING" else None for r in rows])
             _more(listed.num_rows, limit)
+        _met(name, met, limit)
+    _exit([f for *_, met in found for f in met])
 
 
 @system.command("retries")
@@ -153,15 +177,17 @@ def retries_cmd(stores, group, messages, limit, as_json):
         topics = retry_topics(layout)
         if group is not None:
             topics = [t for t in topics if t in (RETRY_PREFIX + group, DLQ_PREFIX + group)]
-        batches = list(retries(layout, topics))
+        met: list = []
+        batches = list(retries(layout, topics, findings=met))
         listed = (pa.concat_tables(batches) if batches else RETRIES_SCHEMA.empty_table()) if messages else None
-        out.append((layout.name, retry_summary(batches), listed))
+        out.append((layout.name, retry_summary(batches), listed, met))
     if as_json:
         emit_json({"stores": [{"store": name, "groups": [{**s.__dict__, "topics": sorted(s.topics)} for s in summary],
-                               **({"messages": _rows(listed)} if listed is not None else {})}
-                              for name, summary, listed in out]})
-        return
-    for name, summary, listed in out:
+                               **({"messages": _rows(listed)} if listed is not None else {}),
+                               "findings": [f.as_row() for f in met]}
+                              for name, summary, listed, met in out]})
+        _exit([f for *_, met in out for f in met])
+    for name, summary, listed, met in out:
         table(f"{name}: retry and dead-letter topics", ["group", "kind", "original topic", "messages", "unconsumed",
                                                         "max reconsume", "first stored", "last stored"],
               [(s.consumer_group, s.kind, s.original_topic, s.messages, s.unconsumed, s.max_reconsume_times,
@@ -175,3 +201,5 @@ def retries_cmd(stores, group, messages, limit, as_json):
                     r["origin_message_id"], " ".join(r["keys"] or []), utc_time(r["store_timestamp"]), r["consumed"])
                    for r in _rows(listed.slice(0, limit))], numeric={"queue", "queue offset", "reconsume"})
             _more(listed.num_rows, limit)
+        _met(name, met, limit)
+    _exit([f for *_, met in out for f in met])

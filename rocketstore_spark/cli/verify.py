@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from rocketstore_spark.cli.options import (PROBLEMS, given_settings, json_option, layouts, settings_options,
-                                           work_dir_option)
-from rocketstore_spark.cli.output import SEVERITY_ORDER, SEVERITY_STYLE, emit_json, line, table
+from rocketstore_spark.cli.options import (PROBLEMS, findings_limit_option, given_settings, json_option, layouts,
+                                           settings_options, work_dir_option)
+from rocketstore_spark.cli.output import SEVERITY_ORDER, SEVERITY_STYLE, emit_json, findings_table, line, table
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 
 
@@ -17,7 +17,7 @@ from rocketstore_spark.store.outputs import outside_stores, store_roots
 @click.argument("stores", nargs=-1, required=True)
 @settings_options
 @click.option("--no-crc", is_flag=True, help="skip the BODYCRC check")
-@click.option("--limit", default=40, show_default=True, help="findings printed per store (--json has all)")
+@findings_limit_option
 @work_dir_option
 @json_option
 def verify_cmd(stores, broker_conf, rocketmq_version, no_crc, limit, work_dir, as_json):
@@ -56,11 +56,5 @@ def _print_verdict(v, limit: int) -> None:
         by_severity = sorted(counts.items(), key=lambda kv: (SEVERITY_ORDER[kv[0][1]], kv[0][0]))
         table(None, ["check", "severity", "findings"], [(c, s, n) for (c, s), n in by_severity],
               numeric={"findings"}, styles=[SEVERITY_STYLE[s] for (c, s), n in by_severity])
-        shown = sorted(v.findings, key=lambda f: SEVERITY_ORDER[str(f.severity)])[:limit]
-        table(None, ["severity", "check", "file", "byte", "physical offset", "queue", "message"],
-              [(str(f.severity), f.check, f.file, f.file_position, f.physical_offset,
-                f"{f.topic}/{f.queue_id}@{f.queue_offset}" if f.topic else None, f.message) for f in shown],
-              numeric={"byte", "physical offset"}, styles=[SEVERITY_STYLE[str(f.severity)] for f in shown])
-        if len(v.findings) > limit:
-            line(f"  ... {len(v.findings) - limit} more (--limit, or --json)")
+        findings_table(v.findings, limit)
     line()

@@ -25,12 +25,13 @@ from rocketstore_spark.codec import json_lines
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
 from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
+from rocketstore_spark.findings import Finding
 from rocketstore_spark.lookup.queue_slice import ClaimedRead, Plan, TopicClaims, plan
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.store.segment_reader import SegmentReader, crc_findings
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
 FORMATS = ("parquet", "jsonl")
@@ -52,8 +53,8 @@ class Slice:
     to_offset: int | None = None
     crc_ok_only: bool = False
 
-    def mask(self, t: pa.Table) -> pa.Array | None:
-        """Which rows of ``t`` are in the slice (None: all)."""
+    def mask(self, t: pa.Table, crc: bool = True) -> pa.Array | None:
+        """Which rows of ``t`` are in the slice (None: all); ``crc``: with ``crc_ok_only``'s condition."""
         conditions = []
         phy = t["physical_offset"]
         if self.from_offset:
@@ -76,7 +77,7 @@ class Slice:
                 conditions.append(pc.fill_null(pc.greater_equal(ms, self.since_ms * 1000), False))
             if self.until_ms is not None:
                 conditions.append(pc.fill_null(pc.less_equal(ms, self.until_ms * 1000), False))
-        if self.crc_ok_only:
+        if self.crc_ok_only and crc:
             conditions.append(pc.fill_null(t["body_crc_ok"], False))
         if not conditions:
             return None
@@ -91,32 +92,46 @@ def export_schema(columns=EXPORT_COLUMNS) -> pa.Schema:
 
 
 def iter_slice(layouts: list[StoreLayout], where: Slice, delay_levels: str = DEFAULT_DELAY_LEVELS,
-               plans: list[Plan] | None = None, columns=EXPORT_COLUMNS, covers: dict | None = None):
+               plans: list[Plan] | None = None, columns=EXPORT_COLUMNS, covers: dict | None = None,
+               findings: list[Finding] | None = None):
     """The slice's records as tables of ``export_schema(columns)`` (``columns``: those the slice's conditions
     read among them), store by store in CommitLog order. A slice of a topic reads each store through the
     topic's ConsumeQueues where they account for every record (``lookup.queue_slice``: the same rows as a
     scan), else scans; ``plans`` (when given) receives each store's ``Plan`` — how it was read and why —
-    before its records; ``covers``: store name -> its ``rocketmq.coverage`` when the caller has it already."""
+    before its records; ``covers``: store name -> its ``rocketmq.coverage`` when the caller has it already;
+    ``findings`` (when given) receives what the reading met — each store's layout findings, damage in the
+    ranges read, and the slice's records whose body fails BODYCRC (with ``body_crc_ok`` among the columns;
+    also those ``crc_ok_only`` leaves out) — so a damaged record is reported, never silently left out."""
     decoder = RecordDecoder(columns, message_delay_level=delay_levels)
+    findings = [] if findings is None else findings
+    checked = "body_crc_ok" in columns
     schema = export_schema(columns)
     for layout in layouts:
         how = plan(layout, where.topic, where.queue_id, (covers or {}).get(layout.name))
         if plans is not None:
             plans.append(how)
-        for batch in _store_batches(layout, where, decoder, how):
+        findings.extend(layout.findings)
+        for seg, batch in _store_batches(layout, where, decoder, how, findings):
             t = pa.Table.from_batches([batch])
-            keep = where.mask(t)
+            keep = where.mask(t, crc=False)
             if keep is not None:
                 t = t.filter(keep)
+            if checked:
+                failed = pc.invert(pc.fill_null(t["body_crc_ok"], True))
+                if pc.any(failed).as_py():
+                    phy = t["physical_offset"].filter(failed).to_numpy()
+                    findings.extend(crc_findings(str(seg.path), seg.base_offset, phy - seg.base_offset))
+            if where.crc_ok_only:
+                t = t.filter(pc.fill_null(t["body_crc_ok"], False))
             if t.num_rows:
                 store = pa.repeat(pa.scalar(layout.name, pa.string()), t.num_rows)
                 yield pa.Table.from_arrays([store, *(t[c] for c in columns)], schema=schema)
 
 
-def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, how: Plan):
-    """The decoded batches of one store that may hold the slice's records, in CommitLog order: per segment a
+def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, how: Plan, findings: list[Finding]):
+    """(segment, decoded batch) of one store's batches that may hold the slice's records, in CommitLog order: per segment a
     scan from where the slice starts, or (``how`` through the queues) the topic's records up to the
-    segment's covered end and a scan of the rest."""
+    segment's covered end and a scan of the rest; what each read met appended to ``findings``."""
     claimed = TopicClaims(how.queue_dirs) if how.through_queues else None
     for k, seg in enumerate(layout.segments):
         if seg.base_offset + seg.size <= where.from_offset or \
@@ -128,7 +143,7 @@ def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, ho
             # records at or past to_offset are filtered out: the queue read stops there, the tail is not scanned
             stop = covered if where.to_offset is None else min(covered, where.to_offset - seg.base_offset)
             read = ClaimedRead(seg, decoder, claimed, where.topic, start, stop)
-            yield from (decoded.batch for decoded in read)
+            yield from ((seg, decoded.batch) for decoded in read)
             if read.resume is not None:
                 how.fallbacks.append((k, read.failure))
                 start = read.resume
@@ -136,8 +151,9 @@ def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, ho
                 continue
             else:
                 start = covered
-        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
-            yield decoded.batch
+        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k))
+        yield from ((seg, decoded.batch) for decoded in reader)
+        findings.extend(reader.result.findings)
 
 
 def format_of(target: str | os.PathLike) -> str:
@@ -146,9 +162,10 @@ def format_of(target: str | os.PathLike) -> str:
 
 
 def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice = Slice(), fmt: str = "parquet",
-           delay_levels: str = DEFAULT_DELAY_LEVELS, plans: list[Plan] | None = None) -> int:
+           delay_levels: str = DEFAULT_DELAY_LEVELS, plans: list[Plan] | None = None,
+           findings: list[Finding] | None = None) -> int:
     """Write the slice to ``target`` (written under a temporary name, renamed when complete); returns how
-    many records (``plans``: as ``iter_slice``). A store whose engine we do not read refuses before anything
+    many records (``plans``, ``findings``: as ``iter_slice``). A store whose engine we do not read refuses before anything
     is written (``store.engines``)."""
     for layout in layouts:
         layout.refuse(Work.READ_COMMITLOG)
@@ -160,14 +177,14 @@ def export(layouts: list[StoreLayout], target: str | os.PathLike, where: Slice =
     try:
         if fmt == "parquet":
             with pq.ParquetWriter(tmp, export_schema()) as out:
-                for t in ahead(iter_slice(layouts, where, delay_levels, plans), SLICE_AHEAD):
+                for t in ahead(iter_slice(layouts, where, delay_levels, plans, findings=findings), SLICE_AHEAD):
                     out.write_table(t)
                     written += t.num_rows
                 if not written:
                     out.write_table(export_schema().empty_table())
         else:
             with open(tmp, "wb") as out:
-                for t in ahead(iter_slice(layouts, where, delay_levels, plans), SLICE_AHEAD):
+                for t in ahead(iter_slice(layouts, where, delay_levels, plans, findings=findings), SLICE_AHEAD):
                     json_lines.write_table(t, out)
                     written += t.num_rows
         publish(tmp, target)

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.properties import parse_delay_levels
+from rocketstore_spark.findings import Finding, distinct
 from rocketstore_spark.lookup.export import Slice, iter_slice
 from rocketstore_spark.rocketmq import system_topics as rules
 from rocketstore_spark.rocketmq.consumequeue import queue_bounds
@@ -28,12 +29,13 @@ from rocketstore_spark.store.scan import scan_segment
 
 
 def topic_batches(layout: StoreLayout, topic: str, columns, delay_levels: str | None = None,
-                  cover: Coverage | None = None) -> Iterator[pa.Table]:
+                  cover: Coverage | None = None, findings: list[Finding] | None = None) -> Iterator[pa.Table]:
     """The records of ``topic`` (``columns``, which must hold ``topic``), a decoded window at a time;
-    ``cover``: the store's coverage (``topics_coverage``) when several topics are read."""
+    ``cover``: the store's coverage (``topics_coverage``) when several topics are read; ``findings``: receives
+    what the reading met (``lookup.export.iter_slice``)."""
     kwargs = {"delay_levels": delay_levels} if delay_levels else {}
     covers = {layout.name: cover} if cover is not None else None
-    for t in iter_slice([layout], Slice(topic=topic), columns=columns, covers=covers, **kwargs):
+    for t in iter_slice([layout], Slice(topic=topic), columns=columns, covers=covers, findings=findings, **kwargs):
         yield t.drop_columns(["store"])
 
 
@@ -69,6 +71,7 @@ class Delayed:
     pending: pa.Table | None
     offsets_file: str | None
     message_delay_level: str
+    findings: list[Finding] = field(default_factory=list)      # what reading the CommitLog met
 
 
 def delayed(layout: StoreLayout, options: dict | None = None, broker_conf: str | None = None,
@@ -91,8 +94,8 @@ def delayed(layout: StoreLayout, options: dict | None = None, broker_conf: str |
     bounds = {q: queue_bounds(str(d), log_min, settings.release.expired_min_is_max)
               for topic, q, d in layout.files.queue_dirs() if topic == rules.SCHEDULE_TOPIC}
     offsets = rules.delivery_offsets(len(delay_ms), file_offsets, bounds)
-    kept, stats = [], []
-    for t in topic_batches(layout, rules.SCHEDULE_TOPIC, rules.DELAYED_COLUMNS, spec):
+    kept, stats, findings = [], [], []
+    for t in topic_batches(layout, rules.SCHEDULE_TOPIC, rules.DELAYED_COLUMNS, spec, findings=findings):
         pending = rules.pending_delayed(t, offsets)
         if pending.num_rows:
             stats.append(pending.group_by("delay_level").aggregate(
@@ -104,30 +107,35 @@ def delayed(layout: StoreLayout, options: dict | None = None, broker_conf: str |
     if messages:
         pending = pa.concat_tables(kept).sort_by([("delay_level", "ascending"), ("queue_offset", "ascending")]) \
             if kept else rules.PENDING_DELAYED_SCHEMA.empty_table()
-    return Delayed(levels, pending, source, spec)
+    return Delayed(levels, pending, source, spec, distinct(findings))
 
 
 # ------------------------------------------------------------------------------------------- transactions
 
-def transactions(layout: StoreLayout, as_of_ms: int | None = None) -> tuple[pa.Table, int | None]:
+def transactions(layout: StoreLayout, as_of_ms: int | None = None, findings: list[Finding] | None = None
+                 ) -> tuple[pa.Table, int | None]:
     """(every transaction of ``layout`` with its state, ``rules.TRANSACTIONS_SCHEMA``; the time pending ages
     are counted to: ``as_of_ms``, by default the store time of the CommitLog's newest record — when the broker
     last wrote). Reads the half and op topics and TRANS_CHECK_MAX_TIME_TOPIC through their queues, and the
-    whole CommitLog's headers for COMMIT records."""
+    whole CommitLog's headers for COMMIT records; ``findings`` receives what the reading met, each once."""
+    met: list[Finding] = []
     layout.refuse(Work.READ_COMMITLOG)
     layout.refuse(Work.READ_CONFIG)
     cover = topics_coverage(layout, (rules.HALF_TOPIC, rules.OP_TOPIC, rules.CHECK_MAX_TOPIC))
-    half = [rules.narrow_half(t) for t in topic_batches(layout, rules.HALF_TOPIC, rules.HALF_COLUMNS, cover=cover)]
+    half = [rules.narrow_half(t) for t in topic_batches(layout, rules.HALF_TOPIC, rules.HALF_COLUMNS, cover=cover,
+                                                         findings=met)]
     half = pa.concat_tables(half) if half else rules.narrow_half(None)
-    removals = [rules.op_removals(t) for t in topic_batches(layout, rules.OP_TOPIC, rules.OP_COLUMNS, cover=cover)]
+    removals = [rules.op_removals(t) for t in topic_batches(layout, rules.OP_TOPIC, rules.OP_COLUMNS, cover=cover,
+                                                            findings=met)]
     removals = pa.concat_tables(removals) if removals else rules.op_removals(None)
     discards = [t.select(["uniq_key"]) for t in topic_batches(layout, rules.CHECK_MAX_TOPIC,
-                                                               ("topic", "physical_offset", "uniq_key"), cover=cover)]
+                                                               ("topic", "physical_offset", "uniq_key"), cover=cover,
+                                                               findings=met)]
     discards = pa.concat_tables(discards) if discards else pa.table({"uniq_key": pa.array([], pa.string())})
     commits = []
     if half.num_rows:
         decoder = RecordDecoder(rules.COMMIT_COLUMNS)
-        for decoded in iter_decoded(layout, decoder, []):
+        for decoded in iter_decoded(layout, decoder, met):
             b = decoded.batch
             mask = pc.equal(pc.bit_wise_and(b.column("sys_flag"), rules.TRANSACTION_BITS), rules.COMMIT_TYPE)
             if pc.any(mask).as_py():
@@ -138,6 +146,8 @@ def transactions(layout: StoreLayout, as_of_ms: int | None = None) -> tuple[pa.T
              if topic == rules.HALF_TOPIC and group == rules.TRANSACTION_GROUP}
     if as_of_ms is None and half.num_rows:
         as_of_ms = last_store_time(layout)
+    if findings is not None:
+        findings.extend(distinct(met))
     return rules.transactions(half, removals, commits, discards, check, as_of_ms), as_of_ms
 
 
@@ -152,26 +162,33 @@ def retry_topics(layout: StoreLayout) -> list[str]:
     return sorted(n for n in names if n.startswith((rules.RETRY_PREFIX, rules.DLQ_PREFIX)))
 
 
-def retries(layout: StoreLayout, topics: list[str] | None = None) -> Iterator[pa.Table]:
+def retries(layout: StoreLayout, topics: list[str] | None = None, findings: list[Finding] | None = None
+            ) -> Iterator[pa.Table]:
     """The messages of the store's retry and dead-letter topics (``retry_topics``, or ``topics``), per topic a
     decoded window at a time, as ``rules.RETRIES_SCHEMA``. A store without ConsumeQueues (where every topic
-    would be a scan) is scanned once for all of them (``topics`` then filters the rows)."""
+    would be a scan) is scanned once for all of them (``topics`` then filters the rows). ``findings``
+    receives what the reading met, each once, when the rows have all been read."""
+    met: list[Finding] = []
     layout.refuse(Work.READ_COMMITLOG)
     layout.refuse(Work.READ_CONFIG)
     offsets = {k: v for k, v in consumer_offsets(layout).items()
                if k[0].startswith((rules.RETRY_PREFIX, rules.DLQ_PREFIX))}
     if not layout.files.queue_dirs():
-        batches = (t.drop_columns(["store"]) for t in iter_slice([layout], Slice(), columns=rules.RETRY_COLUMNS))
+        batches = (t.drop_columns(["store"]) for t in iter_slice([layout], Slice(), columns=rules.RETRY_COLUMNS,
+                                                                 findings=met))
     else:
         topics_read = retry_topics(layout) if topics is None else topics
         cover = topics_coverage(layout, topics_read)
-        batches = (t for topic in topics_read for t in topic_batches(layout, topic, rules.RETRY_COLUMNS, cover=cover))
+        batches = (t for topic in topics_read
+                   for t in topic_batches(layout, topic, rules.RETRY_COLUMNS, cover=cover, findings=met))
     for t in batches:
         out = rules.retries(t, offsets)
         if topics is not None:
             out = out.filter(pc.is_in(out["topic"], pa.array(topics, pa.string())))
         if out.num_rows:
             yield out
+    if findings is not None:
+        findings.extend(distinct(met))
 
 
 @dataclass

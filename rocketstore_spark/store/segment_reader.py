@@ -71,6 +71,13 @@ def map_window(fd: int, position: int, length: int, populate: bool = False) -> n
         return np.frombuffer(buf, dtype=np.uint8, count=got)
 
 
+def crc_findings(path: str, base_offset: int, positions: np.ndarray) -> list[Finding]:
+    """A ``commitlog.body_crc`` finding per record of the segment at ``path`` (file ``positions``) whose body
+    fails BODYCRC."""
+    return [finding("commitlog.body_crc", path, int(p), "BODYCRC does not match the body (RocketMQ's recovery stops "
+                    "here)", physical_offset=base_offset + int(p)) for p in positions]
+
+
 class SegmentReader:
     """Iterates the decoded batches (``codec.decoder.Decoded``) of [start, end) of one segment file. Fixed-width
     columns of a batch are views of decoder arrays, strings and bodies are copies: holding on to a batch
@@ -223,10 +230,8 @@ class SegmentReader:
     # ------------------------------------------------------------------------- what a batch reveals
 
     def _account(self, decoded: Decoded) -> None:
-        for position in decoded.crc_failures:
-            position = int(position)
-            self._report("commitlog.body_crc", position,
-                         "BODYCRC does not match the body (RocketMQ's recovery stops here)")
+        for f in crc_findings(self.path, self.base_offset, decoded.crc_failures):
+            self._report(f.check, f.file_position, f.message)
         if self._after_end is not None:
             self._after_end[4] += decoded.n
             if decoded.n:

@@ -60,10 +60,42 @@ def test_crc_ok_only_and_an_offset_range_leave_out_the_damaged_record(tmp_path):
     bad = [m for m in g.messages if not m["body_crc_ok"]]
     assert bad
     lo = bad[0]["physical_offset"]
-    result = run("export", g.store, "--from-offset", lo, "--crc-ok-only", "--output", tmp_path / "x.parquet")
-    assert result.exit_code == 0
+    result = run("export", g.store, "--from-offset", lo, "--crc-ok-only", "--output", tmp_path / "x.parquet",
+                 "--json")
+    # left out, and said: each record RocketMQ's manifest marks as failing BODYCRC is a finding (exit 3)
+    assert result.exit_code == 3
+    assert [(f["check"], f["physical_offset"]) for f in json.loads(result.stdout)["findings"]] == \
+        [("commitlog.body_crc", m["physical_offset"]) for m in g.messages
+         if m["physical_offset"] >= lo and not m["body_crc_ok"]]
     got = pq.read_table(tmp_path / "x.parquet")["physical_offset"].to_pylist()
     assert got == [m["physical_offset"] for m in g.messages if m["physical_offset"] >= lo and m["body_crc_ok"]]
+
+
+@pytest.mark.parametrize("gid", ["5.5.1/corrupt-body", "4.9.8/torn-tail", "5.1.4/zeroed-page"])
+def test_what_the_reading_met_is_reported_with_file_and_byte(gid, tmp_path):
+    """An export over damage still writes every record it can read, names the damage and exits 3: each body
+    RocketMQ's manifest marks as failing BODYCRC, and the record the surgery tore or zeroed."""
+    g = BY_ID[gid]
+    result = run("export", g.store, "--output", tmp_path / "all.parquet", "--json")
+    assert result.exit_code == 3, result.output
+    found = json.loads(result.stdout)["findings"]
+    crc = [f["physical_offset"] for f in found if f["check"] == "commitlog.body_crc"]
+    assert crc == [m["physical_offset"] for m in g.messages if not m["body_crc_ok"]]
+    for f in found:
+        seg = int(f["file"].rsplit("/", 1)[1])
+        assert f["physical_offset"] == seg + f["file_position"]
+    assert any(f["severity"] == "error" for f in found)
+    damaged = [f for f in found if f["check"] != "commitlog.body_crc"]
+    (surgery,) = g.manifest["surgery"] if not gid.endswith("corrupt-body") else [None]
+    if surgery is not None:
+        # the first record whose bytes the surgery zeroed (in the store it was copied from): where the reading
+        # met it
+        lo, hi = surgery["physical_offset"], surgery["physical_offset"] + surgery["length"]
+        hit = min(m["physical_offset"] for m in g.parent.messages if m["physical_offset"] < hi
+                  and m["physical_offset"] + m["total_size"] > lo)
+        assert min(f["physical_offset"] for f in damaged) == hit
+    text = run("export", g.store, "--output", tmp_path / "all2.parquet").stdout
+    assert "What the reading met" in text and all(f["check"] in text for f in found)
 
 
 def test_bad_targets_and_empty_slices(tmp_path):

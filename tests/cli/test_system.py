@@ -33,3 +33,21 @@ def test_system_transactions_and_retries():
     (group,) = doc["groups"]
     assert (group["consumer_group"], group["kind"], group["original_topic"], group["messages"]) == \
         ("golden_group", "RETRY", "TopicTest", len(expected_retries(g)))
+
+
+def test_damage_met_while_reading_is_named_and_exits_3():
+    """On a store whose last record was torn (half of it zeroed after RocketMQ wrote it), every ``system``
+    command names the torn record — at the physical offset where RocketMQ's own manifest of the store it was
+    copied from puts it — and exits 3: its answers may be missing what the damage hid. On the clean store, 0."""
+    g = BY_ID["5.5.1/torn-tail"]
+    (surgery,) = g.manifest["surgery"]
+    torn = min(m["physical_offset"] for m in g.parent.messages
+               if m["physical_offset"] + m["total_size"] > surgery["physical_offset"])
+    for command in ("delayed", "transactions", "retries"):
+        r = run("system", command, g.store, "--json")
+        assert r.exit_code == 3, (command, r.output)
+        (doc,) = json.loads(r.stdout)["stores"]
+        assert [f["physical_offset"] for f in doc["findings"] if f["severity"] == "error"] == [torn], command
+        text = run("system", command, g.store)
+        assert text.exit_code == 3 and "what the reading met" in text.stdout and f"{torn:,}" in text.stdout
+        assert run("system", command, g.parent.store, "--json").exit_code == 0
