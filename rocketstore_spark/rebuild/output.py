@@ -51,12 +51,12 @@ from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.documents import header
-from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.findings import Finding, distinct, finding
 from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq import indexfile as ix
-from rocketstore_spark.rocketmq.recovery import DispatchPiece, RestartDispatch, add_queue_spans, restart_dispatch
+from rocketstore_spark.rocketmq.recovery import RestartDispatch, add_queue_spans, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.ahead import ahead
@@ -65,7 +65,6 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
-from rocketstore_spark.store.segment_reader import SegmentReader
 
 
 def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
@@ -427,7 +426,9 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     valid record, reading on past damage; what that writes beyond the release's rebuild is listed per queue
     (``beyond``, and one ``beyond_release`` difference per queue)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
-    restart = restart_dispatch(layout, settings)
+    # the release's own rebuild finds where each segment's dispatch stops as it reads it (one pass); resync
+    # needs every stop first, to tell what it writes beyond the release
+    restart = restart_dispatch(layout, settings, lazy=not resync)
     queues, index_files, records, findings, beyond = write_dispatched(layout, out, settings, restart, resync)
     return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
                          compare(layout.files, out) + beyond_differences(beyond, settings.release_label),
@@ -439,11 +440,8 @@ def _pieces(restart: RestartDispatch, decoders: dict, findings: list[Finding]) -
     (``decoders``: phase -> ``DispatchDecoder``); the readers' findings appended to ``findings``."""
     for p in restart.pieces:
         decoder = decoders[p.phase]
-        reader = SegmentReader(p.path, p.base_offset, decoder, p.start - p.base_offset, p.end - p.base_offset,
-                               followed=p.followed)
-        for decoded in reader:
+        for decoded in restart.read(p, decoder, findings):
             yield decoded, decoder.topics
-        findings.extend(reader.result.findings)
 
 
 def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
@@ -493,4 +491,4 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
             shutil.rmtree(sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-            index.names if index is not None else [], records, findings + written, queues.beyond)
+            index.names if index is not None else [], records, distinct(findings) + written, queues.beyond)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -369,18 +370,7 @@ class Simulation:
             r = reader.result
             first, stop, kind, end = r.first_position, r.stop_position, r.stop, r.end_position
         if first != start:
-            # no record where the dispatch begins: a BLANK or zero fill leads to the next segment, anything
-            # else fails RocketMQ's check there
-            try:
-                fd = os.open(seg.path, os.O_RDONLY)
-                try:
-                    head = os.pread(fd, 8, start)
-                finally:
-                    os.close(fd)
-            except OSError:                 # gone or unreadable since it was listed: nothing to dispatch
-                head = b""
-            magic = int.from_bytes(head[4:8], "big", signed=True) if len(head) == 8 else 0
-            return start, "" if magic in (0, BLANK_MAGIC) else "no valid record where the dispatch begins"
+            return start, no_record_reason(seg.path, start)
         if stop is None:
             return end, ""
         return stop, kind.describe if kind.is_damage else ""
@@ -705,16 +695,34 @@ class RecoveryReport:
     queue_end_after: int = -1                # the largest queue end after the restart's dispatch (-1: none)
 
 
+def no_record_reason(path: str, start: int) -> str:
+    """Why a dispatch that finds no record at file position ``start`` of ``path`` stops there: '' for a BLANK
+    or zero fill (which lead to the next segment), else RocketMQ's check fails there."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            head = os.pread(fd, 8, start)
+        finally:
+            os.close(fd)
+    except OSError:                 # gone or unreadable since it was listed: nothing to dispatch
+        head = b""
+    magic = int.from_bytes(head[4:8], "big", signed=True) if len(head) == 8 else 0
+    return "" if magic in (0, BLANK_MAGIC) else "no valid record where the dispatch begins"
+
+
 @dataclass(frozen=True)
 class DispatchPiece:
     """A byte range of one segment that a restart dispatches in one go, free of damage: physical offsets
-    [start, end) of the segment at ``path``."""
+    [start, end) of the segment at ``path`` — or, ``to_stop``, [start, the first BLANK, zero fill or damage
+    before ``end``), found as the range is read (``RestartDispatch.read``)."""
     path: str
     base_offset: int
     followed: bool                           # a later segment exists (the reader's ``followed``)
     start: int
     end: int
     phase: str                               # "recovery" (the CommitLog walk dispatches) or "reput" (start())
+    to_stop: bool = False
+    name: str = ""                           # the segment's path in the store (for ``stops``)
 
 
 @dataclass
@@ -733,9 +741,47 @@ class RestartDispatch:
         4.x crash recovery (its delay table is loaded after it: the entries keep the TAGS hash)."""
         return message_delay_level if phase != "recovery" or self.recovery_delay_levels else ""
 
+    def read(self, piece: DispatchPiece, decoder, findings: list) -> Iterator:
+        """The decoded batches ``piece`` dispatches (executor or driver: wherever the rebuild runs), everything
+        the reading met appended to ``findings``. A ``to_stop`` piece is read on to its end, so that damage
+        and records after a BLANK are reported as a whole-log read reports them, but only the records before
+        its first BLANK, zero fill or damage are yielded; where that is is added to ``stops`` (reput)."""
+        reader = SegmentReader(piece.path, piece.base_offset, decoder, piece.start - piece.base_offset,
+                               piece.end - piece.base_offset, followed=piece.followed)
+        start = piece.start - piece.base_offset
+        dispatching = True
+        for decoded in reader:
+            r = reader.result
+            if r.first_position != start or r.stop_position is not None:
+                dispatching = dispatching and not piece.to_stop
+            if dispatching:
+                yield decoded
+        findings.extend(reader.result.findings)
+        if piece.to_stop and reader.result.stop_position is None and reader.result.end_position >= \
+                piece.end - piece.base_offset:
+            # dispatched to the range's end (where the restart's log ends, inside the segment): what lies
+            # after it — the damage the recovery cut at, records after it — is reported too, from headers
+            tail = SegmentReader(piece.path, piece.base_offset, AuditDecoder(check_crc=False),
+                                 reader.result.end_position, followed=piece.followed)
+            for _ in tail:
+                pass
+            findings.extend(tail.result.findings)
+        if piece.to_stop and piece.phase == "reput":
+            r = reader.result
+            if r.first_position is not None and r.first_position != start:
+                why = no_record_reason(piece.path, start)
+                if why:
+                    self.stops.append((piece.name, start, why))
+            elif r.stop_position is not None and piece.base_offset + r.stop_position < piece.end \
+                    and r.stop.is_damage:
+                self.stops.append((piece.name, r.stop_position, r.stop.describe))
+
     @property
     def intervals(self) -> np.ndarray:
-        """The pieces as sorted, merged [start, end) physical offsets (rows of 2)."""
+        """The pieces as sorted, merged [start, end) physical offsets (rows of 2; not for ``to_stop`` pieces,
+        whose ends are known only once read)."""
+        if any(p.to_stop for p in self.pieces):
+            raise ValueError("the restart's pieces were planned to stop where reading finds damage: read them first")
         spans = sorted((p.start, p.end) for p in self.pieces)
         merged: list[list[int]] = []
         for lo, hi in spans:
@@ -761,7 +807,7 @@ class RestartDispatch:
         return out
 
 
-def restart_dispatch(layout: StoreLayout, settings: BrokerSettings) -> RestartDispatch:
+def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool = False) -> RestartDispatch:
     """What the release of ``settings`` dispatches when it starts on ``layout`` without ``consumequeue/`` and
     ``index/`` (driver; reads the store read-only): the restart ``Simulation`` runs without them (normal or
     crash start as the ``abort`` file says), then ``start()``'s reput runs from the largest queue end the
@@ -790,13 +836,19 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings) -> RestartDi
             start, end = max(lo, seg.base_offset), min(hi, seg.base_offset + seg.size)
             if start >= end:
                 continue
+            name = layout.files.relative(seg.path)
+            if lazy:
+                out.pieces.append(DispatchPiece(seg.path, seg.base_offset, layout.followed(k), start, end, phase,
+                                                to_stop=True, name=name))
+                continue
             stop, why = sim.dispatch_end(k, start - seg.base_offset)
             if seg.base_offset + stop < end:
                 end = seg.base_offset + stop
                 if why and phase == "reput":
-                    out.stops.append((layout.files.relative(seg.path), stop, why))
+                    out.stops.append((name, stop, why))
             if end > start:
-                out.pieces.append(DispatchPiece(seg.path, seg.base_offset, layout.followed(k), start, end, phase))
+                out.pieces.append(DispatchPiece(seg.path, seg.base_offset, layout.followed(k), start, end, phase,
+                                                name=name))
     return out
 
 

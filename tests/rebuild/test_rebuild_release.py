@@ -79,6 +79,26 @@ def test_the_rebuild_of_a_damaged_log_is_what_the_release_restart_writes(g, tmp_
     assert result.document()["restart"]["dispatched"][0] == {"from": first, "to": end, "phase": "recovery"}
 
 
+TORN = [g for g in all_goldens() if g.scenario in ("torn-tail", "zeroed-page")]
+
+
+@pytest.mark.parametrize("g", TORN, ids=lambda g: g.id)
+def test_the_release_rebuild_reports_the_damage_its_restart_cuts_at(g, tmp_path):
+    """The release's restart ends the log at the record the surgery tore or zeroed, so its rebuild dispatches
+    nothing of it — yet reading the CommitLog met it, and says so (file and byte) as --resync does: the first
+    record whose bytes the surgery zeroed, in the store RocketMQ wrote before it."""
+    (surgery,) = g.manifest["surgery"]
+    lo, hi = surgery["physical_offset"], surgery["physical_offset"] + surgery["length"]
+    hit = min(m["physical_offset"] for m in g.parent.messages
+              if m["physical_offset"] < hi and m["physical_offset"] + m["total_size"] > lo)
+    release = rebuild_store(str(g.store), tmp_path / "release", options={"rocketmqVersion": g.version})
+    errors = [f for f in release.findings if str(f.severity) == "error"]
+    assert errors and min(f.physical_offset for f in errors) == hit
+    resync = rebuild_store(str(g.store), tmp_path / "resync", options={"rocketmqVersion": g.version}, resync=True)
+    assert {(f.check, f.file, f.file_position) for f in release.findings} == \
+        {(f.check, f.file, f.file_position) for f in resync.findings if f.check != "rebuild.beyond_release"}
+
+
 @pytest.mark.parametrize("g", DAMAGED, ids=lambda g: g.id)
 def test_resync_names_the_entries_rocketmq_would_not_have(g, tmp_path):
     result = rebuild_store(str(g.store), tmp_path / "out", options={"rocketmqVersion": g.version}, resync=True)
@@ -168,6 +188,9 @@ def test_damage_before_a_clean_starts_walk_is_skipped_to_the_next_segment_or_cut
     if skips:
         assert [(f, at) for f, at, _ in result.restart.stops] == [(f"commitlog/{0:020d}", damaged)]
         assert result.restart.report.walk.process_offset == sum(placed[-1])
+        # the damage the reput skipped past is a finding too (file and byte), as --resync reports it
+        assert [(Path(f.file).name, f.file_position) for f in result.findings if str(f.severity) == "error"] == \
+            [(f"{0:020d}", damaged)]
     else:
         assert result.restart.report.walk.process_offset == damaged and not result.restart.stops
     # resync: every record but the damaged one, each queue's entries dense from 0 (a missing queue offset
