@@ -34,12 +34,14 @@ from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.outputs import outside_stores, store_roots
+from rocketstore_spark.verify.cross import resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, save_state)
 from rocketstore_spark.verify.store import StoreVerdict, relative, store_root, verify_store
 
 THREADS = 2
+CROSS_WORDS = {"run": "run again whole", "resumed": "resumed on what was written since", "carried": "carried over"}
 
 
 def scan_here(tasks: list[SegmentTask], run: dict[str, int]) -> list[dict]:
@@ -67,13 +69,25 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
     return json.dumps([options or {}, conf], sort_keys=True, default=str)
 
 
-def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir) -> dict:
-    """Everything but the segment scans: ``verify_store`` without BODYCRC (its segment findings left out: the
-    scrub's segment scans stand for them) and the recovery report, side by side as the audit runs them."""
+def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir, resume: dict | None,
+                  segments: dict[str, dict]) -> dict:
+    """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
+    last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
+    ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
+    them). ``segments``: this run's segment verdicts by name."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
         report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf) \
             if layout.files.root is not None else None
-        v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False, work_dir=work_dir)
+        settings = resolve(layout, options, broker_conf)
+        resumed = verify_resumed(layout, settings, resume, {n: r["verdict"] for n, r in segments.items()},
+                                 work_dir) if resume is not None else "no resumable state"
+        if isinstance(resumed, str):
+            how = "run"
+            v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False,
+                             work_dir=work_dir)
+            after = resume_state(layout, v)
+        else:
+            how, (v, after) = "resumed", resumed
         rec, refused = None, None
         if report is not None:
             try:
@@ -82,10 +96,11 @@ def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir) -> dict:
                 refused = str(e)
     root = store_root(layout)
     rest = list(v.findings)
-    for f in (relative(x, root) for _, s in v.segments for x in s.findings):
+    for f in (relative(x, root) for _, s in v.segments for x in getattr(s, "findings", [])):
         rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
     return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
-            "log": [v.log.min_offset, v.log.end]}
+            "log": [v.log.min_offset, v.log.end], "how": how,
+            "why": resumed if how == "run" else None, "resume": after}
 
 
 def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
@@ -126,7 +141,10 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
             segments[name] = rec
         signature = files_signature(layout)
         rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
-        cross = _as_json(_cross_checks(layout, options, broker_conf, work_dir)) if rerun else prev["cross"]
+        resumable = prev is not None and not differs and not (plan and plan.changed)
+        cross = _as_json(_cross_checks(layout, options, broker_conf, work_dir,
+                                       prev["cross"].get("resume") if resumable else None, segments)) \
+            if rerun else prev["cross"]
         findings = [Finding.from_row(f) for name in segments for f in segments[name]["findings"]]
         findings += (plan.changed if plan else []) + [Finding.from_row(f) for f in cross["findings"]]
         verdict = StoreVerdict(layout.name, resolve(layout, options, broker_conf), LogBounds(*cross["log"]),
@@ -138,7 +156,8 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
             "checked": [{"segment": t.name, "reason": t.reason} for t in checked],
             "bytes_checked": sum(segments[t.name]["size"] for t in checked),
             "bytes": sum(r["size"] for r in segments.values()),
-            "cross_checks": "run" if rerun else "carried",
+            "cross_checks": cross["how"] if rerun else "carried",
+            "cross_checks_whole_because": cross["why"] if rerun else None,
             # this store's own part, plus the segment scans of every store of the run (run together)
             "seconds": round(time.perf_counter() - clock + scan_seconds, 3)}
         out.audit.docs.append(entry)
@@ -163,6 +182,7 @@ def scrub_lines(entry: dict) -> list[str]:
     return [f"{entry['store']}: {'PROBLEMS FOUND' if entry['at_risk'] else 'healthy'} (scrub run {s['run']}, "
             f"rotation {s['rotation']} runs)",
             f"  segments scanned: {len(s['checked'])} of {s['segments']} ({why}), {s['bytes_checked']:,} of "
-            f"{s['bytes']:,} bytes; cross-checks {'run again' if s['cross_checks'] == 'run' else 'carried over'}",
+            f"{s['bytes']:,} bytes; cross-checks {CROSS_WORDS[s['cross_checks']]}"
+            + (f" ({s['cross_checks_whole_because']})" if s.get("cross_checks_whole_because") else ""),
             f"  findings: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
             f"{s['seconds']} s"]
