@@ -9,14 +9,16 @@ them on executors).
 
 Cross-checks — ConsumeQueues, IndexFiles, checkpoint and shutdown state, consumer offsets, the store's
 layout (``verify.store.verify_store`` without its BODYCRC scans, which the segment scans above stand for) and
-the recovery report — run again when any file of the store changed (a digest of every file's name, size and
-time), a segment's bytes changed, a segment's scan found other findings than last time, or the settings
-differ; else they are carried over from the state. On a live broker the queues, the checkpoint and the
-consumer offsets change all the time: its cross-checks run every night, and the scrub saves the BODYCRC scans
-of the segments that did not change.
+the recovery report — are carried over when no file of the store changed (a digest of every file's name, size
+and time), no segment's bytes changed, no segment's scan found other findings than last time, and the settings
+are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
+each queue checked on from its state, new, changed and newest IndexFiles checked again) when the state shows
+that gives the whole check's findings, else whole (``verify_store``); the recovery report runs whole either
+way. On a live broker, whose queues, checkpoint and offsets change all the time, that is every night: resumed.
 
 The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
-bytes scanned, whether the cross-checks ran, the rotation.
+bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
+(``cross_checks_whole_because``: what could not be resumed), the rotation.
 """
 from __future__ import annotations
 
