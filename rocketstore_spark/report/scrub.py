@@ -36,7 +36,7 @@ from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.outputs import outside_stores, store_roots
-from rocketstore_spark.verify.cross import resume_state, verify_resumed
+from rocketstore_spark.verify.cross import refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, save_state)
@@ -77,19 +77,21 @@ def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir, resume: d
     last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
     them). ``segments``: this run's segment verdicts by name."""
+    verdicts = {n: r["verdict"] for n, r in segments.items()}
+    why = refusal(layout, resume, verdicts)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
-        report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf) \
+        # resumable: every queued record below the last run's end is in its queue (``verify.cross.refusal``)
+        report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf,
+                             reachable_below=resume["end"] if why is None else None) \
             if layout.files.root is not None else None
-        settings = resolve(layout, options, broker_conf)
-        resumed = verify_resumed(layout, settings, resume, {n: r["verdict"] for n, r in segments.items()},
-                                 work_dir) if resume is not None else "no resumable state"
-        if isinstance(resumed, str):
+        if why is not None:
             how = "run"
             v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False,
                              work_dir=work_dir)
             after = resume_state(layout, v)
         else:
-            how, (v, after) = "resumed", resumed
+            how = "resumed"
+            v, after = verify_resumed(layout, resolve(layout, options, broker_conf), resume, verdicts, work_dir)
         rec, refused = None, None
         if report is not None:
             try:
@@ -102,7 +104,7 @@ def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir, resume: d
         rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
     return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
             "log": [v.log.min_offset, v.log.end], "how": how,
-            "why": resumed if how == "run" else None, "resume": after}
+            "why": why, "resume": after}
 
 
 def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
@@ -143,7 +145,7 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
             segments[name] = rec
         signature = files_signature(layout)
         rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
-        resumable = prev is not None and not differs and not (plan and plan.changed)
+        resumable = prev is not None and not (plan and plan.changed)     # verify.cross checks the log itself
         cross = _as_json(_cross_checks(layout, options, broker_conf, work_dir,
                                        prev["cross"].get("resume") if resumable else None, segments)) \
             if rerun else prev["cross"]

@@ -142,10 +142,15 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
             "tail": tail, "queues": queues, "index": index}
 
 
-def _refusal(layout: StoreLayout, root: str, prev: dict, log: LogBounds) -> str | None:
-    """Why the cross-checks cannot resume from ``prev`` (None: they can): the module docstring's list."""
-    if prev.get("version") != RESUME_VERSION:
+def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict]) -> str | None:
+    """Why the cross-checks cannot resume from ``prev`` (None: they can; the module docstring's list), the
+    segments' scans given by the scrub (``verdicts``: segment name -> verdict). When they can, every queued
+    record below ``prev["end"]`` has its entry in its queue (``rocketmq.recovery.Simulation``'s
+    ``reachable_below``)."""
+    if prev is None or prev.get("version") != RESUME_VERSION:
         return "no resumable state"
+    root = store_root(layout)
+    log = log_bounds(layout, scans_of(layout, verdicts, root))
     if log.min_offset != prev["log_min"]:
         return f"the CommitLog's first offset moved ({prev['log_min']} -> {log.min_offset})"
     if log.end < prev["end"]:
@@ -185,17 +190,14 @@ def _refusal(layout: StoreLayout, root: str, prev: dict, log: LogBounds) -> str 
 
 
 def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, verdicts: dict[str, dict],
-                   work_dir: str | None) -> tuple[StoreVerdict, dict] | str:
-    """The cross-checks of ``layout`` resumed from ``prev`` (``resume_state``'s), the segments' scans given by
-    the scrub (``verdicts``: segment name -> verdict): the verdict (its findings without the segment scans'
-    findings, which the scrub keeps) and the state for the next run; or why it cannot resume (module
-    docstring)."""
+                   work_dir: str | None) -> tuple[StoreVerdict, dict]:
+    """The cross-checks of ``layout`` resumed from ``prev`` (``resume_state``'s; ``refusal`` found nothing
+    against it), the segments' scans given by the scrub (``verdicts``: segment name -> verdict): the verdict
+    (its findings without the segment scans' findings, which the scrub keeps) and the state for the next
+    run."""
     root = store_root(layout)
     scans = scans_of(layout, verdicts, root)
     log = log_bounds(layout, scans)
-    why = _refusal(layout, root, prev, log)
-    if why is not None:
-        return why
     views = index_views(layout, settings) if not layout.refused(Work.READ_INDEX) else []
     known = [v for v in views if v.geometry is not None]
     findings: list[Finding] = list(layout.findings)

@@ -38,8 +38,9 @@ def write_changed(path: Path, data: bytes) -> None:
         path.write_bytes(data)
 
 
-def grow(tmp: Path, store: Path, writer: SegmentWriter, new: list[Message]) -> None:
-    """Append ``new`` to the store's CommitLog and write its queues and IndexFiles where they changed."""
+def grow(tmp: Path, store: Path, writer: SegmentWriter, new: list[Message], topics=None) -> None:
+    """Append ``new`` to the store's CommitLog and write its queues and IndexFiles where they changed (of the
+    queues, only those of ``topics`` when given: the others lag)."""
     for m in new:
         writer.append(m)
     writer.appended += new
@@ -50,7 +51,7 @@ def grow(tmp: Path, store: Path, writer: SegmentWriter, new: list[Message]) -> N
     rebuild_store(str(store), str(out), options=OPTIONS, resync=True)
     for sub in ("consumequeue", "index"):
         for f in sorted((out / sub).rglob("*")):
-            if f.is_file():
+            if f.is_file() and (topics is None or sub != "consumequeue" or f.relative_to(out / sub).parts[0] in topics):
                 write_changed(store / sub / f.relative_to(out / sub), f.read_bytes())
     shutil.rmtree(out)
     newest = sorted((store / "index").iterdir())[-1]
@@ -171,4 +172,20 @@ def test_an_old_index_file_changed_in_place_is_checked_again(tmp_path):
     assert entry["scrub"]["cross_checks"] == "resumed"
     want = audit(store)
     assert "index.wrong_entry" in {f["check"] for f in want["findings"]}
+    same(entry, want)
+
+
+def test_queues_that_lag_behind_the_growth_are_found_and_the_recovery_report_is_the_audits(tmp_path):
+    """The log grown, one topic's queues written and the other's not: the lagging queues are findings in the
+    new part, and the recovery report (which reads again only the records above the last run's end for what
+    a restart leaves unreachable) says what the audit's says."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 40), topics={"OrderTopic"})
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed"
+    want = audit(store)
+    assert "consumequeue.lagging" in {f["check"] for f in want["findings"]}
+    assert want["recovery"]["unreachable"]
     same(entry, want)
