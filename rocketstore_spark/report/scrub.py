@@ -32,7 +32,7 @@ from rocketstore_spark.documents import json_text
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.report.audit import Audit, audit_entry
-from rocketstore_spark.rocketmq.settings import resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.outputs import outside_stores, store_roots
@@ -71,8 +71,8 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
     return json.dumps([options or {}, conf], sort_keys=True, default=str)
 
 
-def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir, resume: dict | None,
-                  segments: dict[str, dict]) -> dict:
+def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,
+                  resume: dict | None, segments: dict[str, dict]) -> dict:
     """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
     last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
@@ -91,7 +91,7 @@ def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir, resume: d
             after = resume_state(layout, v)
         else:
             how = "resumed"
-            v, after = verify_resumed(layout, resolve(layout, options, broker_conf), resume, verdicts, work_dir)
+            v, after = verify_resumed(layout, settings, resume, verdicts, work_dir)
         rec, refused = None, None
         if report is not None:
             try:
@@ -104,7 +104,7 @@ def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir, resume: d
         rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
     return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
             "log": [v.log.min_offset, v.log.end], "how": how,
-            "why": why, "resume": after}
+            "why": why, "resume": after, "settings": settings.to_json()}
 
 
 def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
@@ -146,12 +146,17 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
         signature = files_signature(layout)
         rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
         resumable = prev is not None and not (plan and plan.changed)     # verify.cross checks the log itself
-        cross = _as_json(_cross_checks(layout, options, broker_conf, work_dir,
-                                       prev["cross"].get("resume") if resumable else None, segments)) \
-            if rerun else prev["cross"]
+        if rerun:
+            settings = resolve(layout, options, broker_conf)
+            cross = _as_json(_cross_checks(layout, settings, options, broker_conf, work_dir,
+                                           prev["cross"].get("resume") if resumable else None, segments))
+        else:       # no file changed, nor the options: the settings resolve as they did
+            cross = prev["cross"]
+            settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \
+                resolve(layout, options, broker_conf)
         findings = [Finding.from_row(f) for name in segments for f in segments[name]["findings"]]
         findings += (plan.changed if plan else []) + [Finding.from_row(f) for f in cross["findings"]]
-        verdict = StoreVerdict(layout.name, resolve(layout, options, broker_conf), LogBounds(*cross["log"]),
+        verdict = StoreVerdict(layout.name, settings, LogBounds(*cross["log"]),
                                [], [], [], None, findings)
         entry = audit_entry(verdict, cross["recovery"], cross["recovery_refused"])
         checked = plan.tasks if plan else []

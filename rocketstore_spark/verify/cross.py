@@ -42,7 +42,7 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
-from rocketstore_spark.verify.queues import LogBounds, _queue_files
+from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import sample_digest
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
                                             index_views, log_bounds, relative, store_root)
@@ -78,35 +78,40 @@ def _queue_key(topic: str, queue_id: int) -> str:
     return f"{topic}/{queue_id}"
 
 
-def _queue_files_state(queue_dir: str | None, root: str, resume: dict) -> list:
+def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: list) -> list:
     """[name, size, time, digest, length] of the queue's files up to the one holding its last valid entry, in
-    order: that file's digest is of its first ``length`` bytes (up to that entry), the others' None."""
+    order: that file's digest is of its first ``length`` bytes (up to that entry), the others' None. ``held``:
+    ``QueueVerdict.held``."""
     last = resume["walk"]["last"]
     if queue_dir is None or last < 0:
         return []
-    held = {f.path: f for f in _queue_files(queue_dir, root)}
+    held = {path: (base, count) for path, base, count in held}
     out = []
     for path, _ in StoreMap.queue_files(queue_dir):
-        f = held.get(path)
         out.append([os.path.relpath(path, root), *_stat(path), None, 0])
-        if f is not None and f.base + f.count > last:
-            length = (last - f.base + 1) * ENTRY_SIZE
+        base, count = held.get(path, (0, 0))
+        if path in held and base + count > last:
+            length = (last - base + 1) * ENTRY_SIZE
             out[-1][3:] = [prefix_digest(path, length), length]
             break
     return out
 
 
-def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str) -> dict:
+def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str, digest: str | None) -> dict:
     return {"size": view.file_size, "mtime_ns": os.stat(view.path).st_mtime_ns, "header": view.header,
-            "digest": sample_digest(view.path, view.file_size), "newest": newest, "previous_end": previous_end,
+            "digest": digest or sample_digest(view.path, view.file_size), "newest": newest,
+            "previous_end": previous_end,
             "entries": verdict.entries, "keys_expected": verdict.keys_expected,
             "unindexed_after": verdict.unindexed_after,
             "findings": [relative(f, root).as_row() for f in verdict.findings]}
 
 
-def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None = None) -> dict | None:
+def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None = None,
+                 digests: dict[str, str] | None = None) -> dict | None:
     """What a check (whole or resumed) of ``layout`` leaves for the next resumed one (module docstring); None
-    for a store the whole check always runs on (another engine's log, no queues checked, no CommitLog)."""
+    for a store the whole check always runs on (another engine's log, no queues checked, no CommitLog).
+    ``known``: the IndexFiles of known geometry, when read already; ``digests``: their sampled digests (by
+    path), when computed already."""
     if layout.refused(Work.READ_COMMITLOG) or layout.refused(Work.CHECK_QUEUES) or not layout.segments:
         return None
     root = store_root(layout)
@@ -127,7 +132,7 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
         clean = not q.findings and q.resume is not None
         queues[_queue_key(q.topic, q.queue_id)] = {
             "resume": q.resume if clean else None,
-            "files": _queue_files_state(dirs.get((q.topic, q.queue_id)), root, q.resume) if clean else None}
+            "files": _queue_files_state(dirs.get((q.topic, q.queue_id)), root, q.resume, q.held) if clean else None}
     if known is None:
         known = [v for v in index_views(layout, verdict.settings) if v.geometry is not None] \
             if not layout.refused(Work.READ_INDEX) else []
@@ -137,7 +142,8 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
         name = os.path.relpath(view.path, root)
         if name in by_name:
             index[name] = _index_state(view, by_name[name], k == len(known) - 1,
-                                       known[k - 1].header["end_timestamp"] if k else None, root)
+                                       known[k - 1].header["end_timestamp"] if k else None, root,
+                                       (digests or {}).get(view.path))
     return {"version": RESUME_VERSION, "end": end, "log_min": verdict.log.min_offset, "segments": segments,
             "tail": tail, "queues": queues, "index": index}
 
@@ -210,16 +216,17 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
     with ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="cross") as pool:
         spill = stack.enter_context(Dispatched(layout, settings, work_dir, False, pool, start=prev["end"])).wait()
         keys = dispatched_keys(layout, settings.release, settings.message_delay_level)
-        checked = []
+        checked, digests = [], {}
         for k, view in enumerate(known):
             name = os.path.relpath(view.path, root)
             old = prev["index"].get(name)
             newest = k == len(known) - 1
             previous_end = known[k - 1].header["end_timestamp"] if k else None
+            digests[view.path] = sample_digest(view.path, view.file_size)
             same = old is not None and not newest and not old["newest"] and old["previous_end"] == previous_end \
                 and [old["size"], old["mtime_ns"]] == [view.file_size, os.stat(view.path).st_mtime_ns] \
                 and old["header"] == view.header and (not old["findings"] or log.end == prev["end"]) \
-                and old["digest"] == sample_digest(view.path, view.file_size)
+                and old["digest"] == digests[view.path]
             if same:
                 v = IndexVerdict(name, old["entries"], old["keys_expected"], old["unindexed_after"],
                                  [Finding.from_row(f) for f in old["findings"]])
@@ -231,4 +238,4 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
         queues = check_queues_of(layout, settings, spill, log, pool, resume)
         index = [f.result() for f in checked]
     verdict = conclude(layout, settings, log, scans, queues, index, known, findings)
-    return verdict, resume_state(layout, verdict, known)
+    return verdict, resume_state(layout, verdict, known, digests)

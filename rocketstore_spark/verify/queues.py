@@ -70,6 +70,7 @@ class QueueVerdict:
     dispatch_max_offset: int = 0    # where the queue would end if RocketMQ dispatched the whole CommitLog
     findings: list[Finding] = field(default_factory=list)
     resume: dict | None = None      # where the check stands after the last record (``check_queue``'s resume)
+    held: list = field(default_factory=list)    # (path, index of its first entry, entries held) of each file read
 
 
 PART_SLOTS = 1 << 18        # queue offsets compared, records placed and file entries read at a time
@@ -146,6 +147,7 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     v = QueueVerdict(topic, queue_id)
     files = _queue_files(queue_dir, root) if queue_dir is not None else []
     v.files = len(files)
+    v.held = [(f.path, f.base, f.count) for f in files]
     listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
     sizes = _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p),
                                               unreadable_queue_file(p, o)) for p, o in listed], file_size)
