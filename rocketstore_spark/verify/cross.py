@@ -130,9 +130,12 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
     queues = {}
     for q in verdict.queues:
         clean = not q.findings and q.resume is not None
-        queues[_queue_key(q.topic, q.queue_id)] = {
-            "resume": q.resume if clean else None,
-            "files": _queue_files_state(dirs.get((q.topic, q.queue_id)), root, q.resume, q.held) if clean else None}
+        files = _queue_files_state(dirs.get((q.topic, q.queue_id)), root, q.resume, q.held) if clean else None
+        if clean:
+            # what the closed files hold (the next run reads them again only if their size or time moved)
+            held = {os.path.relpath(path, root): count for path, _, count in q.held}
+            q.resume["counts"] = {row[0]: held[row[0]] for row in files if row[3] is None and row[0] in held}
+        queues[_queue_key(q.topic, q.queue_id)] = {"resume": q.resume if clean else None, "files": files}
     if known is None:
         known = [v for v in index_views(layout, verdict.settings) if v.geometry is not None] \
             if not layout.refused(Work.READ_INDEX) else []

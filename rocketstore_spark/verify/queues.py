@@ -98,14 +98,17 @@ class _File:
             return consumequeue.decode_entries(f.read((end - start) * ENTRY_SIZE))
 
 
-def _queue_files(queue_dir: str, root: str) -> list[_File]:
-    """The queue's files that are read, in order, each sized to what it holds (read from its end)."""
+def _queue_files(queue_dir: str, root: str, counts: dict[str, int] | None = None) -> list[_File]:
+    """The queue's files that are read, in order, each sized to what it holds (read from its end; ``counts``:
+    file name relative to ``root`` -> what it holds, of files known unchanged since that was read)."""
     files, base = [], 0
+    counts = counts or {}
     for path, cq_offset in StoreMap.queue_files(queue_dir):
         if unreadable_queue_file(path, cq_offset):
             continue
         f = _File(os.path.relpath(path, root), path, cq_offset, base=base)
-        f.count = consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
+        f.count = counts[f.name] if f.name in counts else \
+            consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
         files.append(f)
         base += f.count
     return files
@@ -139,13 +142,14 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     address there, not compared.
 
     ``resume``: a previous check's ``QueueVerdict.resume`` of this queue, which found nothing, its files and the
-    records before ``records`` unchanged since (the caller's to make sure: ``verify.cross``): the walk of the
+    records before ``records`` unchanged since (the caller's to make sure: ``verify.cross``; its ``counts``,
+    when there, the entries held by files unchanged since): the walk of the
     files goes on after their last valid entry, dispatch from the state the earlier records left, and the
     comparison from the queue offset the files ended at — the findings and counts are the whole check's. The
     files' sizes and names and the queue's bounds are checked whole every time (no entry is read for them but
     the few files ``rocketmq_bounds`` reads)."""
     v = QueueVerdict(topic, queue_id)
-    files = _queue_files(queue_dir, root) if queue_dir is not None else []
+    files = _queue_files(queue_dir, root, (resume or {}).get("counts")) if queue_dir is not None else []
     v.files = len(files)
     v.held = [(f.path, f.base, f.count) for f in files]
     listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
