@@ -42,7 +42,6 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
-from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import sample_digest
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
                                             index_views, log_bounds, relative, store_root)

@@ -14,10 +14,10 @@ from rocketstore_spark.codec import checkpoint, indexfile
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.rebuild.output import rebuild_store
-from rocketstore_spark.store.layout import offset_name
 from rocketstore_spark.report.audit import audit_stores
 from rocketstore_spark.report.scrub import scrub_stores
 from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.layout import offset_name
 from tests.verify.test_scrub import as_json, rows
 
 T0 = 1_795_000_000_000
