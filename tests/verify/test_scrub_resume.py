@@ -1,4 +1,5 @@
-"""The scrub's resumed cross-checks (``verify.cross``) against the full audit, on stores from our encoder that grow
+"""The scrub's resumed cross-checks (``verify.cross``) against the full audit, on RocketMQ's own stores whose
+checkpoint and offsets moved, and on stores from our encoder that grow
 as a broker's do: the CommitLog appended (its last segment rewritten with the same bytes first, a new one after),
 the ConsumeQueues and IndexFiles the rebuild writes for it (byte-identical to RocketMQ's) written over only
 where they differ — old files keep their bytes and times, the files a broker appends to change. After growth
@@ -10,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from rocketstore_spark.codec import checkpoint, indexfile
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.encode import Message, SegmentWriter
@@ -18,7 +21,10 @@ from rocketstore_spark.report.audit import audit_stores
 from rocketstore_spark.report.scrub import scrub_stores
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.layout import offset_name
-from tests.verify.test_scrub import as_json, rows
+from tests.golden.goldens import BY_ID
+from tests.verify.test_scrub import as_json, rows, same_answer
+from tests.verify.test_scrub import audit as audit_golden
+from tests.verify.test_scrub import scrub as scrub_golden
 
 T0 = 1_795_000_000_000
 OPTIONS = {"rocketmqVersion": "5.5.1", "mappedFileSizeConsumeQueue": 20 * 7, "maxHashSlotNum": 4, "maxIndexNum": 17}
@@ -189,3 +195,20 @@ def test_queues_that_lag_behind_the_growth_are_found_and_the_recovery_report_is_
     assert "consumequeue.lagging" in {f["check"] for f in want["findings"]}
     assert want["recovery"]["unreachable"]
     same(entry, want)
+
+
+@pytest.mark.parametrize("gid", ["5.5.1/clean", "5.5.1/crash", "5.5.1/index-deleted", "4.9.8/corrupt-body"])
+def test_on_rocketmq_stores_whose_checkpoint_moved_the_scrub_resumes_and_answers_as_the_audit(gid, tmp_path):
+    """RocketMQ's own stores (a crash, IndexFiles deleted, BODYCRC damage among them): a file changed but no
+    record written (the checkpoint flushed again, the offsets committed again): resumed, the audit's answer."""
+    store = tmp_path / "store"
+    shutil.copytree(BY_ID[gid].store, store)
+    state = tmp_path / "state.json"
+    first = scrub_golden(store, state)
+    assert first["scrub"]["cross_checks"] == "run"
+    for f in [store / "checkpoint", *store.rglob("consumerOffset.json")]:
+        if f.exists():
+            os.utime(f)
+    entry = scrub_golden(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    same_answer(entry, audit_golden(store))
