@@ -21,6 +21,7 @@ from rocketstore_spark.report.audit import audit_stores
 from rocketstore_spark.report.scrub import scrub_stores
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.layout import offset_name
+from rocketstore_spark.verify import queues
 from tests.golden.goldens import BY_ID
 from tests.verify.test_scrub import as_json, rows, same_answer
 from tests.verify.test_scrub import audit as audit_golden
@@ -102,7 +103,11 @@ def flip_entry(path: Path, entry: int, keep_time: bool = False) -> None:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def test_after_growth_the_scrub_resumes_and_answers_as_the_audit(tmp_path):
+@pytest.mark.parametrize("part_slots", [None, 3])
+def test_after_growth_the_scrub_resumes_and_answers_as_the_audit(tmp_path, monkeypatch, part_slots):
+    """``part_slots`` 3: queues checked 3 queue offsets at a time, so a resumed check starts inside a part."""
+    if part_slots:
+        monkeypatch.setattr(queues, "PART_SLOTS", part_slots)
     store, w = built(tmp_path)
     state = tmp_path / "state.json"
     first = scrub(store, state)
