@@ -1,7 +1,8 @@
 """The incremental scrub (the nightly audit): every check and the recovery report per store, at the cost of what
 changed since the last run — new, grown and changed CommitLog segments plus a rotating 1/N of the rest (N = 28 by
 default: a full rotation in four weeks of nightly runs); the cross-checks (queues, IndexFiles, offsets,
-checkpoint, recovery report) run again when any file of the store changed, else are carried over.
+checkpoint, recovery report) are carried over when no file of the store changed, else resumed on what was
+written since the last run (or run whole when something under the last run's verified point changed).
 
 Usage:
     ./spark-submit.sh jobs/scrub.py --store PATH [--store PATH ...] --state FILE [--rotation N]

@@ -7,7 +7,7 @@ Per store (one mapped task group per entry of the ``stores`` param):
    documents; the audit's report goes to the task log. With the ``scrub_state`` param (a directory), the
    audit is the incremental scrub (``rocketstore audit --scrub``: only new and changed CommitLog segments and
    a rotating 1/28 of the rest are scanned, the cross-checks carried over when no file of the store
-   changed), each store's state in ``scrub_state/<store>.json``; the same document, so the same verdict.
+   changed, else resumed on what was written since), each store's state in ``scrub_state/<store>.json``; the same document, so the same verdict.
    A **BashOperator**, because our CLI is the contract:
    it runs in rocketstore-spark's own virtualenv (whose pins are not Airflow's), and its exit statuses mean
    0 clean, 3 problems found, 2 a usage error, 1 an internal error. BashOperator fails on any non-zero

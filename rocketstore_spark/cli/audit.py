@@ -25,8 +25,9 @@ FIRST_FINDINGS = 15
                    "section per store")
 @click.option("--scrub", "scrub_state", type=click.Path(dir_okay=False),
               help="incremental: scan again only new, grown and changed CommitLog segments plus a rotating share "
-                   "of the rest, carry the cross-checks over when no store file changed; this file keeps the "
-                   "state (created on the first run, never inside a store)")
+                   "of the rest, carry the cross-checks over when no store file changed, else resume them on "
+                   "what was written since; this file keeps the state (created on the first run, never inside "
+                   "a store)")
 @click.option("--rotation", type=click.IntRange(min=1),
               help="with --scrub: runs per full rotation of the unchanged segments [default: 28, four weeks of "
                    "nightly runs]")

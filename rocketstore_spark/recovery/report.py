@@ -54,10 +54,11 @@ def _iso(ms) -> str | None:
 
 
 def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
-                    release_family: str | None = None) -> tuple[dict, RecoveryReport]:
+                    release_family: str | None = None, reachable_below: int | None = None
+                    ) -> tuple[dict, RecoveryReport]:
     """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
     settings and ``rocketmqVersion``; ``release_family``: one of ``rocketmq.releases.FAMILY_NAMES`` (overrides the
-    release's family)."""
+    release's family); ``reachable_below``: ``rocketmq.recovery.Simulation``'s (the scrub's)."""
     layouts = discover(path)
     if len(layouts) != 1:
         raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
@@ -66,7 +67,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
     layout.refuse(Work.RECOVER)             # another engine recovers otherwise: no verdict rather than a wrong one
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
-    sim = Simulation(layout, settings, release_family)
+    sim = Simulation(layout, settings, release_family, reachable_below=reachable_below)
     r = sim.run()
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),

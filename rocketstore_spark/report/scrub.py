@@ -9,14 +9,16 @@ them on executors).
 
 Cross-checks — ConsumeQueues, IndexFiles, checkpoint and shutdown state, consumer offsets, the store's
 layout (``verify.store.verify_store`` without its BODYCRC scans, which the segment scans above stand for) and
-the recovery report — run again when any file of the store changed (a digest of every file's name, size and
-time), a segment's bytes changed, a segment's scan found other findings than last time, or the settings
-differ; else they are carried over from the state. On a live broker the queues, the checkpoint and the
-consumer offsets change all the time: its cross-checks run every night, and the scrub saves the BODYCRC scans
-of the segments that did not change.
+the recovery report — are carried over when no file of the store changed (a digest of every file's name, size
+and time), no segment's bytes changed, no segment's scan found other findings than last time, and the settings
+are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
+each queue checked on from its state, new, changed and newest IndexFiles checked again) when the state shows
+that gives the whole check's findings, else whole (``verify_store``); the recovery report runs whole either
+way. On a live broker, whose queues, checkpoint and offsets change all the time, that is every night: resumed.
 
 The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
-bytes scanned, whether the cross-checks ran, the rotation.
+bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
+(``cross_checks_whole_because``: what could not be resumed), the rotation.
 """
 from __future__ import annotations
 
@@ -30,16 +32,18 @@ from rocketstore_spark.documents import json_text
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.report.audit import Audit, audit_entry
-from rocketstore_spark.rocketmq.settings import resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.outputs import outside_stores, store_roots
+from rocketstore_spark.verify.cross import refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, save_state)
 from rocketstore_spark.verify.store import StoreVerdict, relative, store_root, verify_store
 
 THREADS = 2
+CROSS_WORDS = {"run": "run again whole", "resumed": "resumed on what was written since", "carried": "carried over"}
 
 
 def scan_here(tasks: list[SegmentTask], run: dict[str, int]) -> list[dict]:
@@ -67,13 +71,27 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
     return json.dumps([options or {}, conf], sort_keys=True, default=str)
 
 
-def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir) -> dict:
-    """Everything but the segment scans: ``verify_store`` without BODYCRC (its segment findings left out: the
-    scrub's segment scans stand for them) and the recovery report, side by side as the audit runs them."""
+def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,
+                  resume: dict | None, segments: dict[str, dict]) -> dict:
+    """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
+    last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
+    ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
+    them). ``segments``: this run's segment verdicts by name."""
+    verdicts = {n: r["verdict"] for n, r in segments.items()}
+    why = refusal(layout, resume, verdicts)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
-        report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf) \
+        # resumable: every queued record below the last run's end is in its queue (``verify.cross.refusal``)
+        report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf,
+                             reachable_below=resume["end"] if why is None else None) \
             if layout.files.root is not None else None
-        v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False, work_dir=work_dir)
+        if why is not None:
+            how = "run"
+            v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False,
+                             work_dir=work_dir)
+            after = resume_state(layout, v)
+        else:
+            how = "resumed"
+            v, after = verify_resumed(layout, settings, resume, verdicts, work_dir)
         rec, refused = None, None
         if report is not None:
             try:
@@ -82,10 +100,11 @@ def _cross_checks(layout: StoreLayout, options, broker_conf, work_dir) -> dict:
                 refused = str(e)
     root = store_root(layout)
     rest = list(v.findings)
-    for f in (relative(x, root) for _, s in v.segments for x in s.findings):
+    for f in (relative(x, root) for _, s in v.segments for x in getattr(s, "findings", [])):
         rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
     return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
-            "log": [v.log.min_offset, v.log.end]}
+            "log": [v.log.min_offset, v.log.end], "how": how,
+            "why": why, "resume": after, "settings": settings.to_json()}
 
 
 def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
@@ -126,10 +145,18 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
             segments[name] = rec
         signature = files_signature(layout)
         rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
-        cross = _as_json(_cross_checks(layout, options, broker_conf, work_dir)) if rerun else prev["cross"]
+        resumable = prev is not None and not (plan and plan.changed)     # verify.cross checks the log itself
+        if rerun:
+            settings = resolve(layout, options, broker_conf)
+            cross = _as_json(_cross_checks(layout, settings, options, broker_conf, work_dir,
+                                           prev["cross"].get("resume") if resumable else None, segments))
+        else:       # no file changed, nor the options: the settings resolve as they did
+            cross = prev["cross"]
+            settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \
+                resolve(layout, options, broker_conf)
         findings = [Finding.from_row(f) for name in segments for f in segments[name]["findings"]]
         findings += (plan.changed if plan else []) + [Finding.from_row(f) for f in cross["findings"]]
-        verdict = StoreVerdict(layout.name, resolve(layout, options, broker_conf), LogBounds(*cross["log"]),
+        verdict = StoreVerdict(layout.name, settings, LogBounds(*cross["log"]),
                                [], [], [], None, findings)
         entry = audit_entry(verdict, cross["recovery"], cross["recovery_refused"])
         checked = plan.tasks if plan else []
@@ -138,7 +165,8 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
             "checked": [{"segment": t.name, "reason": t.reason} for t in checked],
             "bytes_checked": sum(segments[t.name]["size"] for t in checked),
             "bytes": sum(r["size"] for r in segments.values()),
-            "cross_checks": "run" if rerun else "carried",
+            "cross_checks": cross["how"] if rerun else "carried",
+            "cross_checks_whole_because": cross["why"] if rerun else None,
             # this store's own part, plus the segment scans of every store of the run (run together)
             "seconds": round(time.perf_counter() - clock + scan_seconds, 3)}
         out.audit.docs.append(entry)
@@ -163,6 +191,7 @@ def scrub_lines(entry: dict) -> list[str]:
     return [f"{entry['store']}: {'PROBLEMS FOUND' if entry['at_risk'] else 'healthy'} (scrub run {s['run']}, "
             f"rotation {s['rotation']} runs)",
             f"  segments scanned: {len(s['checked'])} of {s['segments']} ({why}), {s['bytes_checked']:,} of "
-            f"{s['bytes']:,} bytes; cross-checks {'run again' if s['cross_checks'] == 'run' else 'carried over'}",
+            f"{s['bytes']:,} bytes; cross-checks {CROSS_WORDS[s['cross_checks']]}"
+            + (f" ({s['cross_checks_whole_because']})" if s.get("cross_checks_whole_because") else ""),
             f"  findings: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info; "
             f"{s['seconds']} s"]

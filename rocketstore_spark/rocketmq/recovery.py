@@ -214,8 +214,14 @@ class Simulation:
     """One store's simulated restart (``run``), for a release family and broker settings."""
 
     def __init__(self, layout: StoreLayout, settings: BrokerSettings, release_family: str | None = None,
-                 without_derived: bool = False):
+                 without_derived: bool = False, reachable_below: int | None = None):
+        """``reachable_below``: a physical offset below which every queued record is known to have its entry in
+        its queue, below every entry that could end the queue (the scrub's resumed cross-checks show it: every
+        queue without findings up to there, its files and the log there unchanged); ``unreachable`` does not
+        read those records again (none of them can be beyond its queue's end: a recovery keeps every entry
+        below its process offset, and dispatch only moves an end up)."""
         self.layout, self.settings = layout, settings
+        self.reachable_below = reachable_below
         # a restart after consumequeue/ and index/ were removed (the rebuild: ``restart_dispatch``)
         self.without_derived = without_derived
         self.family: Family = family_named(release_family) if release_family else settings.release.family
@@ -457,7 +463,8 @@ class Simulation:
         max_cq_after = report.queue_end_after = max((st.max_physical for st in states.values()), default=-1)
         if self.without_derived:           # what it dispatches is all ``restart_dispatch`` asks
             return report
-        report.unreachable = self._unreachable(log_min, lo, {key: st.max_physical for key, st in states.items()})
+        report.unreachable = self._unreachable(max(log_min, self.reachable_below or log_min), lo,
+                                               {key: st.max_physical for key, st in states.items()})
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
             report.later_starts.append(LaterStart(

@@ -4,8 +4,8 @@ FINDINGS_SCHEMA: the verify job's ``--output`` tables and these can be one) and 
 — so trends are SQL over runs and any earlier state is a ``VERSION AS OF`` away (README: "Findings history").
 
 ``audit_runs``: ``mode`` is ``audit`` (every segment scanned, every cross-check run) or ``scrub``;
-``segments_checked``/``bytes_checked`` what the run scanned of the CommitLog; ``cross_checks`` ``run`` or
-``carried`` (from the scrub state); errors, warnings and info count the store's findings.
+``segments_checked``/``bytes_checked`` what the run scanned of the CommitLog; ``cross_checks`` ``run`` (whole),
+``resumed`` (on what was written since the last run) or ``carried`` (from the scrub state); errors, warnings and info count the store's findings.
 """
 from __future__ import annotations
 

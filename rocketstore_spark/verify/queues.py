@@ -69,6 +69,8 @@ class QueueVerdict:
     records: int = 0                # CommitLog records dispatched to this queue
     dispatch_max_offset: int = 0    # where the queue would end if RocketMQ dispatched the whole CommitLog
     findings: list[Finding] = field(default_factory=list)
+    resume: dict | None = None      # where the check stands after the last record (``check_queue``'s resume)
+    held: list = field(default_factory=list)    # (path, index of its first entry, entries held) of each file read
 
 
 PART_SLOTS = 1 << 18        # queue offsets compared, records placed and file entries read at a time
@@ -96,14 +98,17 @@ class _File:
             return consumequeue.decode_entries(f.read((end - start) * ENTRY_SIZE))
 
 
-def _queue_files(queue_dir: str, root: str) -> list[_File]:
-    """The queue's files that are read, in order, each sized to what it holds (read from its end)."""
+def _queue_files(queue_dir: str, root: str, counts: dict[str, int] | None = None) -> list[_File]:
+    """The queue's files that are read, in order, each sized to what it holds (read from its end; ``counts``:
+    file name relative to ``root`` -> what it holds, of files known unchanged since that was read)."""
     files, base = [], 0
+    counts = counts or {}
     for path, cq_offset in StoreMap.queue_files(queue_dir):
         if unreadable_queue_file(path, cq_offset):
             continue
         f = _File(os.path.relpath(path, root), path, cq_offset, base=base)
-        f.count = consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
+        f.count = counts[f.name] if f.name in counts else \
+            consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
         files.append(f)
         base += f.count
     return files
@@ -126,7 +131,7 @@ def _pieces(records):
 
 def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, records, log: LogBounds,
                 file_size: int, locate: Locate, expired_min_is_max: bool = True,
-                consume_queue_ext: bool = False) -> QueueVerdict:
+                consume_queue_ext: bool = False, resume: dict | None = None) -> QueueVerdict:
     """Verify one queue. ``records``: the queue's records that get a ConsumeQueue entry, ascending physical
     offset — numpy arrays ``queue_offset``, ``physical_offset``, ``size``, ``tags_code`` in a dict, or an
     iterable of such dicts (chunks, in order: memory follows PART_SLOTS, not the queue); ``queue_dir``: its
@@ -134,10 +139,19 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     ``locate``: the segment file and position of a physical offset; ``expired_min_is_max``: the release's rule
     for a queue whose every entry is expired (``rocketmq.consumequeue.rocketmq_bounds``); ``consume_queue_ext``:
     the store has ``consumequeue_ext/`` (enableConsumeQueueExt), so a tagsCode at or below EXT_ADDRESS_MAX is an
-    address there, not compared."""
+    address there, not compared.
+
+    ``resume``: a previous check's ``QueueVerdict.resume`` of this queue, which found nothing, its files and the
+    records before ``records`` unchanged since (the caller's to make sure: ``verify.cross``; its ``counts``,
+    when there, the entries held by files unchanged since): the walk of the
+    files goes on after their last valid entry, dispatch from the state the earlier records left, and the
+    comparison from the queue offset the files ended at — the findings and counts are the whole check's. The
+    files' sizes and names and the queue's bounds are checked whole every time (no entry is read for them but
+    the few files ``rocketmq_bounds`` reads)."""
     v = QueueVerdict(topic, queue_id)
-    files = _queue_files(queue_dir, root) if queue_dir is not None else []
+    files = _queue_files(queue_dir, root, (resume or {}).get("counts")) if queue_dir is not None else []
     v.files = len(files)
+    v.held = [(f.path, f.base, f.count) for f in files]
     listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
     sizes = _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p),
                                               unreadable_queue_file(p, o)) for p, o in listed], file_size)
@@ -146,15 +160,22 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
                                                     expired_min_is_max)
     # the files in their order, a read at a time
     walk = _FileOrder(topic, queue_id, log.min_offset)
+    offsets = _QueueOffsets(topic, queue_id, locate)
+    state = cq.QueueState()
+    cursor = None
+    if resume is not None:
+        walk.resume(resume["walk"])
+        offsets.previous = tuple(resume["previous"]) if resume["previous"] is not None else None
+        state = cq.QueueState(*resume["state"])
+        v.records = resume["records"]
+        cursor = walk.written_end
     for f in files:
-        for start in range(0, f.count, PART_SLOTS):
+        for start in range(max(0, walk.last + 1 - f.base), f.count, PART_SLOTS):
             walk.add(f, start, f.read(start, min(f.count, start + PART_SLOTS)))
     v.entries, v.expired = walk.entries, walk.expired
 
     # then dispatch against the files, PART_SLOTS queue offsets at a time
-    offsets = _QueueOffsets(topic, queue_id, locate)
     compare = _Compare(topic, queue_id, files, walk, log, file_size, consume_queue_ext)
-    state = cq.QueueState()
     placed = [np.zeros(0, np.int64)] * 4     # slot, physical offset, size, tagsCode: written, not yet compared
     pieces = _pieces(records)
 
@@ -171,7 +192,7 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
         placed[:] = [np.concatenate([held, col[keep]]) for held, col in zip(placed, (slots, phy, size, tags))]
         return True
 
-    more, cursor = True, None
+    more = True
     while True:
         while more and not len(placed[0]):
             more = place()
@@ -190,6 +211,10 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     v.dispatch_max_offset = state.max_offset
     v.findings = offsets.findings() + sizes + walk.invalid.findings() + walk.going_back.findings() + \
         compare.findings(v.dispatch_max_offset)
+    v.resume = {"state": [state.end, state.max_physical, state.first, state.file_start, state.written, state.skipped,
+                          state.moved],
+                "previous": list(offsets.previous) if offsets.previous is not None else None,
+                "walk": walk.carried(), "records": v.records}
     return v
 
 
@@ -208,6 +233,18 @@ class _FileOrder:
         self.entries = self.expired = 0
         self.last = -1                      # the last valid entry: its index among every file's entries
         self.written_end = 0                # and the queue offset after it
+
+    def carried(self) -> dict:
+        """What goes on to a check resumed after the last valid entry (``check_queue``'s resume): the counts,
+        the last real entry's offset, where the valid entries end. A run of invalid entries after the last
+        valid one is read again then."""
+        return {"previous": self.previous, "entries": self.entries, "expired": self.expired, "last": self.last,
+                "written_end": self.written_end}
+
+    def resume(self, carried: dict) -> None:
+        """Go on from ``carried`` (a walk of files whose every entry up to its ``last`` found nothing)."""
+        self.previous, self.entries, self.expired = carried["previous"], carried["entries"], carried["expired"]
+        self.last, self.written_end = carried["last"], carried["written_end"]
 
     def add(self, f: _File, start: int, raw: np.ndarray) -> None:
         """Entries ``start`` on of file ``f``: the next read in file order."""

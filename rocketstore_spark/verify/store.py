@@ -137,12 +137,16 @@ class Dispatched:
     on ``pool`` (whole segments each, in CommitLog order), started on construction; ``wait`` for them. A context
     manager: the spill directory goes on exit, whatever happened."""
 
-    def __init__(self, layout: StoreLayout, settings: BrokerSettings, work_dir: str | None, index: bool, pool):
+    def __init__(self, layout: StoreLayout, settings: BrokerSettings, work_dir: str | None, index: bool, pool,
+                 start: int = 0):
+        """``start``: the physical offset (a record's, or the log's end) the dispatch starts at (the scrub's
+        resumed cross-checks dispatch only what was written since their last run)."""
         self.layout = layout
-        total = sum(seg.size for seg in layout.segments)
+        ranges = [(seg.path, seg.base_offset, max(0, start - seg.base_offset), seg.size, layout.followed(k))
+                  for k, seg in enumerate(layout.segments) if seg.base_offset + seg.size > start]
+        total = sum(end - begin for _, _, begin, end, _ in ranges)
         messages = total // average_record_size(layout)
         self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES), -(-messages // QUEUE_GROUP_MESSAGES)))
-        ranges = [(seg.path, seg.base_offset, 0, seg.size, layout.followed(k)) for k, seg in enumerate(layout.segments)]
         self.tasks = max(1, min(THREADS, len(ranges)))
         cut = [len(ranges) * t // self.tasks for t in range(self.tasks + 1)]
         # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
@@ -307,35 +311,54 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
                                settings.message_delay_level, log, newest=k == len(known) - 1,
                                previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
                    for k, v in enumerate(known)]
-        dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()} if check_queues else {}
-        locate = segment_locator(segment_names(layout, root))
-        queues = []
-        seen = set()
+        queues = check_queues_of(layout, settings, spill, log, pool) if check_queues else []
+        index = [f.result() for f in checked]
+    return conclude(layout, settings, log, scans, queues, index, known, findings)
 
-        def check_group(group):
-            return [check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
-                                settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
-                                has_consume_queue_ext(layout)) for topic, queue_id, cols in group]
-        # a group's queues are checked on the pool while this thread reads and sorts the next group: two groups
-        # held at most
-        checking = None
-        for group in (spill.queue_groups() if spill is not None else ()):
-            seen.update((topic, queue_id) for topic, queue_id, _ in group)
-            if checking is not None:
-                queues += checking.result()
-            checking = pool.submit(check_group, group)
+
+def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispatched, log: LogBounds, pool,
+                    resume: dict | None = None) -> list[QueueVerdict]:
+    """Every queue of the store (its directory, or records in ``spill``, waited for) checked, sorted by topic
+    and queue id: a queue group on ``pool`` while this thread reads and sorts the next (two groups held at
+    most). ``resume``: (topic, queue id) -> the ``check_queue`` resume of the queues it names (the scrub's
+    resumed cross-checks: ``spill`` then holds only the records written since)."""
+    root = store_root(layout)
+    resume = resume or {}
+    dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
+    locate = segment_locator(segment_names(layout, root))
+    queues = []
+    seen = set()
+
+    def check(topic, queue_id, cols):
+        return check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
+                           settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
+                           has_consume_queue_ext(layout), resume.get((topic, queue_id)))
+    checking = None
+    for group in spill.queue_groups():
+        seen.update((topic, queue_id) for topic, queue_id, _ in group)
         if checking is not None:
             queues += checking.result()
-        empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
-        for (topic, queue_id), d in dirs.items():
-            if (topic, queue_id) not in seen:
-                queues.append(check_queue(topic, queue_id, d, root, empty, log, settings.consume_queue_file_size,
-                                          locate, settings.release.expired_min_is_max, has_consume_queue_ext(layout)))
-        queues.sort(key=lambda q: (q.topic, q.queue_id))
-        index = [f.result() for f in checked]
+        checking = pool.submit(lambda g: [check(*q) for q in g], group)
+    if checking is not None:
+        queues += checking.result()
+    empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
+    queues += [check(topic, queue_id, empty) for topic, queue_id in sorted(dirs.keys() | resume.keys())
+               if (topic, queue_id) not in seen]
+    queues.sort(key=lambda q: (q.topic, q.queue_id))
+    return queues
+
+
+def conclude(layout: StoreLayout, settings: BrokerSettings, log: LogBounds, scans, queues: list[QueueVerdict],
+             index: list[IndexVerdict], known: list[IndexFileView], findings: list[Finding]) -> StoreVerdict:
+    """The store's verdict from its parts: the checkpoint, abort and lock files and the consumer offsets
+    checked (cheap: a few small files), every finding named relative to the store root. ``scans``: (base
+    offset, scan) of every segment (the scan's ``records``, ``data_end``, ``last_store_timestamp`` and
+    ``findings`` are read); ``known``: the IndexFiles of known geometry, in order; ``findings``: the layout's
+    and the segment scans' so far."""
+    root = store_root(layout)
     newest_index_end = known[-1].header["end_timestamp"] if known else None
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
-    findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
+    findings = findings + check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
     offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files}) \
         if not (layout.refused(Work.READ_CONFIG) or layout.refused(Work.CHECK_QUEUES)) else OffsetsReport(None)

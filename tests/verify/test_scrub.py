@@ -94,7 +94,7 @@ def test_a_rotation_scans_each_unchanged_segment_once_in_n_runs_at_one_nth_of_th
     assert entry["scrub"]["run"] == 29
 
 
-def test_appended_messages_and_a_new_segment_are_scanned_and_the_cross_checks_run_again(tmp_path):
+def test_appended_messages_and_a_new_segment_are_scanned_and_the_cross_checks_resumed(tmp_path):
     g = BY_ID["5.5.1/consumer-offsets"]
     store = tmp_path / "store"
     shutil.copytree(g.store, store)
@@ -107,7 +107,7 @@ def test_appended_messages_and_a_new_segment_are_scanned_and_the_cross_checks_ru
     reasons = {c["segment"]: c["reason"] for c in entry["scrub"]["checked"]}
     assert reasons[f"commitlog/{last.name}"] in ("modified", "followed")
     assert sorted(reasons.values()).count("new") == 1
-    assert entry["scrub"]["cross_checks"] == "run"
+    assert entry["scrub"]["cross_checks"] == "resumed"
     same_answer(entry, audit(store))
 
 

@@ -1,0 +1,219 @@
+"""The scrub's resumed cross-checks (``verify.cross``) against the full audit, on RocketMQ's own stores whose
+checkpoint and offsets moved, and on stores from our encoder that grow
+as a broker's do: the CommitLog appended (its last segment rewritten with the same bytes first, a new one after),
+the ConsumeQueues and IndexFiles the rebuild writes for it (byte-identical to RocketMQ's) written over only
+where they differ — old files keep their bytes and times, the files a broker appends to change. After growth
+the scrub resumes and answers as the audit does; damage in the new part and in the old part is found, and an
+old file changed under the verified point is never trusted (the whole check runs again)."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rocketstore_spark.codec import checkpoint, indexfile
+from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
+from rocketstore_spark.codec.encode import Message, SegmentWriter
+from rocketstore_spark.rebuild.output import rebuild_store
+from rocketstore_spark.report.audit import audit_stores
+from rocketstore_spark.report.scrub import scrub_stores
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.layout import offset_name
+from rocketstore_spark.verify import queues
+from tests.golden.goldens import BY_ID
+from tests.verify.test_scrub import as_json, rows, same_answer
+from tests.verify.test_scrub import audit as audit_golden
+from tests.verify.test_scrub import scrub as scrub_golden
+
+T0 = 1_795_000_000_000
+OPTIONS = {"rocketmqVersion": "5.5.1", "mappedFileSizeConsumeQueue": 20 * 7, "maxHashSlotNum": 4, "maxIndexNum": 17}
+
+
+def messages(start: int, n: int) -> list[Message]:
+    return [Message(topic=("OrderTopic", "TopicTest")[k % 2], body=bytes([k % 251]) * (20 + k % 90), queue_id=k % 3,
+                    store_timestamp=T0 + 1000 * k, born_timestamp=T0 + 1000 * k - 5,
+                    properties={"TAGS": ("TagA", "TagB")[k % 2], "KEYS": f"order-{k}", "UNIQ_KEY": f"{k:032X}"})
+            for k in range(start, start + n)]
+
+
+def write_changed(path: Path, data: bytes) -> None:
+    """As a broker leaves a file: untouched (bytes and time) when it holds these bytes already."""
+    if not path.exists() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def grow(tmp: Path, store: Path, writer: SegmentWriter, new: list[Message], topics=None) -> None:
+    """Append ``new`` to the store's CommitLog and write its queues and IndexFiles where they changed (of the
+    queues, only those of ``topics`` when given: the others lag)."""
+    for m in new:
+        writer.append(m)
+    writer.appended += new
+    for base, data in writer.segments.items():
+        write_changed(store / "commitlog" / offset_name(base), bytes(data))
+    out = tmp / "rebuilt"
+    shutil.rmtree(out, ignore_errors=True)
+    rebuild_store(str(store), str(out), options=OPTIONS, resync=True)
+    for sub in ("consumequeue", "index"):
+        for f in sorted((out / sub).rglob("*")):
+            if f.is_file() and (topics is None or sub != "consumequeue" or f.relative_to(out / sub).parts[0] in topics):
+                write_changed(store / sub / f.relative_to(out / sub), f.read_bytes())
+    shutil.rmtree(out)
+    newest = sorted((store / "index").iterdir())[-1]
+    last = writer.appended[-1].store_timestamp
+    index_ts = int(indexfile.decode_header(newest.read_bytes()[:40])["end_timestamp"])
+    (store / "checkpoint").write_bytes(checkpoint.encode(physic_msg_timestamp=last, logics_msg_timestamp=last,
+                                                         index_msg_timestamp=index_ts))
+
+
+def built(tmp: Path) -> tuple[Path, SegmentWriter]:
+    store = tmp / "store"
+    w = SegmentWriter(4096)
+    w.appended = []
+    grow(tmp, store, w, messages(0, 60))
+    return store, w
+
+
+def audit(store):
+    return audit_stores(discover(str(store)), options=OPTIONS).docs[0]
+
+
+def scrub(store, state):
+    return scrub_stores(discover(str(store)), str(state), options=OPTIONS).audit.docs[0]
+
+
+def same(got, want):
+    assert rows(got["findings"]) == rows(want["findings"])
+    assert as_json(got["recovery"]) == as_json(want["recovery"]) and got["at_risk"] == want["at_risk"]
+
+
+def queue_file(store: Path, topic: str, queue_id: int, k: int) -> Path:
+    return sorted((store / "consumequeue" / topic / str(queue_id)).iterdir())[k]
+
+
+def flip_entry(path: Path, entry: int, keep_time: bool = False) -> None:
+    """Add 1 to the size field of entry ``entry`` of a ConsumeQueue file."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[entry * ENTRY_SIZE + 11] ^= 0x01
+    path.write_bytes(bytes(data))
+    if keep_time:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@pytest.mark.parametrize("part_slots", [None, 3])
+def test_after_growth_the_scrub_resumes_and_answers_as_the_audit(tmp_path, monkeypatch, part_slots):
+    """``part_slots`` 3: queues checked 3 queue offsets at a time, so a resumed check starts inside a part."""
+    if part_slots:
+        monkeypatch.setattr(queues, "PART_SLOTS", part_slots)
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    first = scrub(store, state)
+    assert first["scrub"]["cross_checks"] == "run"
+    same(first, audit(store))
+    old_queue_files = {p: p.stat().st_mtime_ns for p in (store / "consumequeue").rglob("*") if p.is_file()}
+    grow(tmp_path, store, w, messages(60, 25))
+    assert any(p.stat().st_mtime_ns == t for p, t in old_queue_files.items())      # the closed files stayed
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    want = audit(store)
+    same(entry, want)
+    assert not [f for f in want["findings"] if f["check"].startswith(("consumequeue.", "index."))]
+    # damage in the new part: an entry the growth wrote
+    grow(tmp_path, store, w, messages(85, 20))
+    newest = queue_file(store, "OrderTopic", 0, -1)
+    flip_entry(newest, (len(newest.read_bytes().rstrip(b"\0")) - 1) // ENTRY_SIZE)     # its last entry: new
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    want = audit(store)
+    assert [f["check"] for f in want["findings"] if f["check"].startswith("consumequeue.")] == \
+        ["consumequeue.entry_mismatch"]
+    same(entry, want)
+    # the queue with a finding is not resumed from: the next run checks whole
+    grow(tmp_path, store, w, messages(105, 5))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "run" and "had findings" in entry["scrub"]["cross_checks_whole_because"]
+    same(entry, audit(store))
+
+
+def test_an_old_queue_file_changed_under_the_verified_point_is_checked_whole(tmp_path):
+    """The mutation test: a closed ConsumeQueue file (its entries all below the verified point) changed in
+    place. Trusting the state would miss it; the scrub sees its time moved and checks whole."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    flip_entry(queue_file(store, "TopicTest", 1, 0), 2)
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "run"
+    assert "below its queue's last checked entry, changed" in entry["scrub"]["cross_checks_whole_because"]
+    want = audit(store)
+    assert "consumequeue.entry_mismatch" in {f["check"] for f in want["findings"]}
+    same(entry, want)
+
+
+def test_the_active_queue_file_and_the_log_below_the_verified_point_are_digested(tmp_path):
+    """The file a broker appends to changes time every run: its bytes up to the last checked entry are compared
+    (an entry there changed is found); the CommitLog segment that holds the last run's end likewise."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 4))
+    active = queue_file(store, "OrderTopic", 0, -1)
+    flip_entry(active, 0)
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "run", entry["scrub"]
+    assert "up to the queue's last checked one changed" in entry["scrub"]["cross_checks_whole_because"]
+    same(entry, audit(store))
+
+
+def test_an_old_index_file_changed_in_place_is_checked_again(tmp_path):
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    old = sorted((store / "index").iterdir())[0]
+    data = bytearray(old.read_bytes())
+    g = indexfile.Geometry(OPTIONS["maxHashSlotNum"], OPTIONS["maxIndexNum"])
+    data[g.entries_start + indexfile.ENTRY_SIZE * 2 + 7] ^= 0x01          # entry 2's physical offset
+    old.write_bytes(bytes(data))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed"
+    want = audit(store)
+    assert "index.wrong_entry" in {f["check"] for f in want["findings"]}
+    same(entry, want)
+
+
+def test_queues_that_lag_behind_the_growth_are_found_and_the_recovery_report_is_the_audits(tmp_path):
+    """The log grown, one topic's queues written and the other's not: the lagging queues are findings in the
+    new part, and the recovery report (which reads again only the records above the last run's end for what
+    a restart leaves unreachable) says what the audit's says."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 40), topics={"OrderTopic"})
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed"
+    want = audit(store)
+    assert "consumequeue.lagging" in {f["check"] for f in want["findings"]}
+    assert want["recovery"]["unreachable"]
+    same(entry, want)
+
+
+@pytest.mark.parametrize("gid", ["5.5.1/clean", "5.5.1/crash", "5.5.1/index-deleted", "4.9.8/corrupt-body"])
+def test_on_rocketmq_stores_whose_checkpoint_moved_the_scrub_resumes_and_answers_as_the_audit(gid, tmp_path):
+    """RocketMQ's own stores (a crash, IndexFiles deleted, BODYCRC damage among them): a file changed but no
+    record written (the checkpoint flushed again, the offsets committed again): resumed, the audit's answer."""
+    store = tmp_path / "store"
+    shutil.copytree(BY_ID[gid].store, store)
+    state = tmp_path / "state.json"
+    first = scrub_golden(store, state)
+    assert first["scrub"]["cross_checks"] == "run"
+    for f in [store / "checkpoint", *store.rglob("consumerOffset.json")]:
+        if f.exists():
+            os.utime(f)
+    entry = scrub_golden(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    same_answer(entry, audit_golden(store))
