@@ -136,7 +136,8 @@ def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, ho
                 continue
             else:
                 start = covered
-        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
+        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k),
+                                     next_path=layout.next_path(k)):
             yield decoded.batch
 
 

@@ -257,7 +257,8 @@ class Simulation:
         seg = self.layout.segments[k]
         c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
         _first_record(seg.path, c)
-        c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc, followed=self.layout.followed(k))
+        c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc, followed=self.layout.followed(k),
+                              next_path=self.layout.next_path(k))
         c.first_valid = (c.scan.records > 0 and c.scan.first_position == 0
                          and c.scan.first_crc_failure != seg.base_offset)
         return c
