@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rocketstore_spark.cli.options import PROBLEMS, json_option, layouts
+from rocketstore_spark.cli.options import PROBLEMS, commitlog_path_option, json_option, layouts
 from rocketstore_spark.cli.output import emit_json, line
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 
@@ -27,6 +27,7 @@ from rocketstore_spark.store.outputs import outside_stores, store_roots
 @click.option("--from-offset", type=int, default=0, help="physical offsets from here (whole segments skipped)")
 @click.option("--to-offset", type=int, help="physical offsets below this")
 @click.option("--crc-ok-only", is_flag=True, help="leave out records whose body fails its CRC")
+@commitlog_path_option
 @json_option
 def export_cmd(stores, output, fmt, topic, queue_id, key, uniq_key, tag, since, until, from_offset, to_offset,
                crc_ok_only, as_json):

@@ -35,6 +35,7 @@ from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.engines import UnsupportedStore
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
@@ -120,6 +121,11 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     if not layouts:
         return run
     settings = {layout.name: resolve(layout, options, broker_conf) for layout in layouts}
+    for layout in layouts:
+        if layout.files.commitlog_dirs:        # the job's reads name stores by path alone (store.multipath)
+            raise UnsupportedStore(f"{layout.name}: the Spark verify job does not read a multi-path CommitLog yet "
+                                   "(its reads name stores by path only): use rocketstore verify or audit with "
+                                   "--broker-conf or --commitlog-path")
     load_paths = [store_root(layout) if layout.files.root else str(layout.files.commitlog_dir) for layout in layouts]
 
     clock = time.perf_counter()
