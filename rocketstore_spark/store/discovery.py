@@ -20,7 +20,7 @@ from pathlib import Path
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store import multipath
 from rocketstore_spark.store.engines import Engines, Work, detect
-from rocketstore_spark.store.layout import OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
+from rocketstore_spark.store.layout import COMMITLOG, OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
 
 
 @dataclass(frozen=True)
@@ -190,8 +190,10 @@ def discover(paths, commitlog_dirs=None) -> list[StoreLayout]:
         path = Path(os.path.abspath(expanded[0]))
         if not path.is_dir():
             raise _not_a_store(expanded[0], path)
-        return [_layout(expanded[0], replace(StoreMap.of_root(path),
-                                             commitlog_dirs=tuple(Path(os.path.abspath(d)) for d in dirs)))]
+        # the store root, or (no commitlog/ in it, segment files instead) one of the CommitLog's directories
+        bare = not (path / COMMITLOG).exists() and any(OFFSET_NAME.match(n) for n in os.listdir(path))
+        files = StoreMap(None, path) if bare else StoreMap.of_root(path)
+        return [_layout(expanded[0], replace(files, commitlog_dirs=tuple(Path(os.path.abspath(d)) for d in dirs)))]
     for p in expanded:
         path = Path(os.path.abspath(p))
         try:

@@ -172,6 +172,18 @@ def test_a_gap_between_the_directories_names_where_the_segment_should_be(tmp_pat
     assert "commitlog.gap" not in [f.check for f in layout.findings]
 
 
+def test_a_root_commitlog_left_out_of_the_list_and_a_commitlog_directory_given_as_the_store(tmp_path):
+    folder = ROOT / "crash"
+    disk2 = str(folder / "disk2" / "commitlog")
+    layout = discover(str(folder / "store"), commitlog_dirs=[disk2])[0]
+    assert sorted(f.check for f in layout.findings if f.check.startswith("commitlog.")) == \
+        ["commitlog.path_gap", "commitlog.path_unlisted"]
+    # a CommitLog directory given as the store: no root, the log over the directories given
+    table, findings = read_table(disk2, commitlog_dirs=dirs(folder))
+    assert len(table) == len(manifest("crash")["messages"])
+    assert [f.check for f in findings] == ["store.multipath_commitlog"]
+
+
 def test_export_over_the_directories_given(tmp_path):
     folder = ROOT / "crash"
     out = tmp_path / "topic.jsonl"
