@@ -193,3 +193,18 @@ def test_export_over_the_directories_given(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     want = sorted(m["physical_offset"] for m in manifest("crash")["messages"] if m["topic"] == "BigBodyTopic")
     assert sorted(row["physical_offset"] for row in rows) == want
+
+
+def test_broker_conf_makes_a_multi_path_log_as_rocketmq_does():
+    from rocketstore_spark.store.multipath import conf_dirs
+    # only a value holding the splitter; read-only directories only then; the value trimmed, its pieces not
+    assert conf_dirs({"storePathCommitLog": "/d1/commitlog", "readOnlyCommitLogStorePaths": "/old,/older"}) is None
+    assert conf_dirs({"storePathCommitLog": " /d1,/d2 ", "readOnlyCommitLogStorePaths": "/old"}) == ["/d1", "/d2", "/old"]
+    assert conf_dirs({"storePathCommitLog": "/d1, /d2,/d1,"}) == ["/d1", " /d2"]
+    assert conf_dirs({}) is None
+
+
+def test_directories_name_the_log_of_one_store():
+    from rocketstore_spark.store.discovery import StorePathError
+    with pytest.raises(StorePathError, match="give one store"):
+        discover([str(ROOT / "clean" / "store"), str(ROOT / "crash" / "store")], commitlog_dirs=dirs(ROOT / "clean"))
