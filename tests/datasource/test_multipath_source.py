@@ -1,6 +1,8 @@
-"""The ``rocketmq`` and ``rocketmq_segments`` sources over a multi-path CommitLog (option ``storePathCommitLog``):
-RocketMQ's golden store written over two directories (tests/golden/multipath-5.5.1) reads as RocketMQ reads it,
-one log, physical offsets as RocketMQ reports them; without the option the store root alone says what it lacks."""
+"""Spark over a multi-path CommitLog: the ``rocketmq`` source given option ``storePathCommitLog`` reads RocketMQ's
+golden store written over two directories (tests/golden/multipath-5.5.1) as RocketMQ reads it, one log, physical
+offsets as RocketMQ reports them; the Spark verify job given broker.conf (its ``rocketmq_segments`` and ``rocketmq``
+reads with the option) finds what the in-process verify finds. The rebuild, the recovery report and the store
+given without its second directory: tests/store/test_multipath.py."""
 from __future__ import annotations
 
 import pytest
@@ -21,23 +23,16 @@ def test_the_rocketmq_source_reads_one_log_over_both_directories(spark):
     assert got == want
 
 
-def test_the_segments_source_lists_the_directories_and_without_them_says_what_it_lacks(spark):
+@pytest.mark.long          # 26-33 s on a 2-core machine under load (several Spark stages for one small store)
+def test_the_spark_verify_job_given_broker_conf_equals_the_in_process_verify(spark, tmp_path):
+    from rocketstore_spark.spark.verify import verify
+    from rocketstore_spark.verify.store import verify_store
     folder = ROOT / "crash"
-    rows = (spark.read.format("rocketmq_segments").option("storePathCommitLog", ",".join(dirs(folder)))
-            .load(str(folder / "store")).collect())
-    segs = {r.segment: r.records for r in rows if r.segment is not None}
-    assert segs == {s["file"]: s["records"] for s in manifest("crash")["segments"]}
-    alone = spark.read.format("rocketmq_segments").load(str(folder / "store")).collect()
-    checks = {f.check for r in alone for f in r.findings}
-    assert {"commitlog.multipath_suspected", "commitlog.gap"} <= checks
-    assert sum(r.records for r in alone) < len(manifest("crash")["messages"])
-
-
-def test_the_spark_rebuild_given_broker_conf_writes_what_rocketmq_wrote(spark, tmp_path):
-    from rocketstore_spark.spark.rebuild import rebuild
-    folder = ROOT / "clean"
-    r = rebuild(spark, str(folder / "store"), tmp_path / "out", broker_conf=broker_conf(tmp_path, folder),
-                split_size=64 << 10)
-    # the clean store's ConsumeQueues are RocketMQ's own: the rebuild over both directories writes the same bytes
-    assert {d.status for d in r.differences if d.kind == "consumequeue"} == {"identical"}
-    assert not [f for f in r.findings if "multipath" not in f and "lock" not in f]
+    conf = broker_conf(tmp_path, folder)
+    rep = verify(spark, str(folder / "store"), broker_conf=conf).stores[0]
+    ref = verify_store(str(folder / "store"), broker_conf=conf)
+    assert sorted(f.to_json() for f in rep.findings) == sorted(f.to_json() for f in ref.findings)
+    assert [(q["topic"], q["queue_id"], q["min_offset"], q["max_offset"]) for q in rep.queues] == \
+        [(q.topic, q.queue_id, q.min_offset, q.max_offset) for q in ref.queues]
+    assert rep.records == len(manifest("crash")["messages"])
+    assert {f.check for f in rep.findings if f.severity != "info"} == {"store.abort_present"}
