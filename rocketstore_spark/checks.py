@@ -167,6 +167,45 @@ CATALOGUE: tuple[Check, ...] = (
           "a segment's base offset (its name) is not a multiple of the segment size",
           "—",
           "finding; the segment is read at the offset its name gives"),
+    Check("store.multipath_commitlog", _I, LAYOUT,
+          "the CommitLog is a multi-path one (`storePathCommitLog` with several directories, "
+          "`readOnlyCommitLogStorePaths`; from broker.conf, `--commitlog-path` or option `storePathCommitLog`); "
+          "evidence: the directories",
+          "MultiPathMappedFileQueue loads the files of every directory, sorted by name, as one log "
+          "(docs/format/commitlog.md)",
+          "read as one log, physical offsets as RocketMQ reports them; a repair is refused (it swaps a rebuilt "
+          "store in beside the root and cannot move the other directories)"),
+    Check("commitlog.path_missing", _E, LAYOUT,
+          "a directory of a multi-path CommitLog is not there or is not a directory",
+          "lists nothing from it, silently, and loads the log without its segments (docs/format/commitlog.md)",
+          "finding; the other directories are read; the rebuild, recovery verdict and repair are refused (part "
+          "of a log): give the missing one (a copy made without it?)"),
+    Check("commitlog.path_duplicate_segment", _W, LAYOUT,
+          "the same segment (file name) in two directories of a multi-path CommitLog, byte for byte equal",
+          "loads both; `checkSelf` logs \"[BUG]\"; recovery walks both (docs/format/commitlog.md)",
+          "finding; read once, from the directory listed first; rebuild, recovery verdict and repair refused"),
+    Check("commitlog.path_conflicting_segment", _E, LAYOUT,
+          "the same segment (file name) in two directories of a multi-path CommitLog with different bytes",
+          "loads both; which one serves an offset depends on a HashSet's order of the path strings "
+          "(docs/format/commitlog.md)",
+          "finding naming both; the copy in the directory listed first is read, the other is not; rebuild, "
+          "recovery verdict and repair refused"),
+    Check("commitlog.path_gap", _E, LAYOUT,
+          "segments missing between two segments of a multi-path CommitLog; evidence: the directories RocketMQ "
+          "would have written them to (the (offset / segment size) % n-th of the sorted directory names)",
+          "logs the gap and carries on, as in one directory (docs/format/commitlog.md)",
+          "finding; the segments on both sides are read; look for the missing ones in that directory"),
+    Check("commitlog.path_unlisted", _W, LAYOUT,
+          "the store root's `commitlog/` holds segments but is not among the directories of the multi-path "
+          "CommitLog given",
+          "does not read it",
+          "finding; not read either; check the directories given"),
+    Check("commitlog.multipath_suspected", _E, LAYOUT,
+          "a CommitLog given as one directory holds only every k-th segment (k >= 2): one directory of a "
+          "multi-path CommitLog given without the others (or every other segment lost)",
+          "— (with all its directories RocketMQ reads one log)",
+          "finding (the gaps are findings too); a repair is refused (it would cut a log it sees in part); give "
+          "the other directories (`--broker-conf`, `--commitlog-path`, option `storePathCommitLog`)"),
     Check("store.stray_file", _W, LAYOUT,
           "a file in `commitlog/` whose name is not a 20-digit offset",
           "ignored",

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rocketstore_spark.cli.options import PROBLEMS, findings_limit_option, json_option, layouts
+from rocketstore_spark.cli.options import PROBLEMS, commitlog_path_option, findings_limit_option, json_option, layouts
 from rocketstore_spark.cli.output import emit_json, findings_table, line
 from rocketstore_spark.findings import any_problem
 from rocketstore_spark.store.outputs import outside_stores, store_roots
@@ -29,6 +29,7 @@ from rocketstore_spark.store.outputs import outside_stores, store_roots
 @click.option("--to-offset", type=int, help="physical offsets below this")
 @click.option("--crc-ok-only", is_flag=True, help="leave out records whose body fails its CRC")
 @findings_limit_option
+@commitlog_path_option
 @json_option
 def export_cmd(stores, output, fmt, topic, queue_id, key, uniq_key, tag, since, until, from_offset, to_offset,
                crc_ok_only, limit, as_json):

@@ -29,7 +29,7 @@ def validate_paths(options: Options, source: str = "", needs_root: bool = False,
     a bare CommitLog directory where the source reads files of the store root, or names a store written with an
     engine that makes ``work`` (a ``store.engines.Work``) wrong."""
     from rocketstore_spark.store.discovery import StorePathError, discover
-    for layout in discover(options.paths):
+    for layout in discover(options.paths, options.commitlog_dirs):
         if work is not None:
             layout.refuse(work)
         if needs_root and layout.root is None:
@@ -89,7 +89,7 @@ class TableReader(DataSourceReader):
 
     def layouts(self):
         from rocketstore_spark.store.discovery import discover
-        return discover(self.options.paths)
+        return discover(self.options.paths, self.options.commitlog_dirs)
 
 
 class StoreTableReader(TableReader):

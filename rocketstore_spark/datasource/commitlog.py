@@ -100,7 +100,7 @@ class RocketMQReader(DataSourceReader):
         lo, hi = physical_offset_bounds(self.filters)
         lo = max(lo, self.options.start_offset)
         selected = []
-        for layout in discover(self.options.paths):
+        for layout in discover(self.options.paths, self.options.commitlog_dirs):
             if not store_allowed(self.filters, layout.name):
                 continue
             for finding in layout.findings:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS, parse_delay_levels
+from rocketstore_spark.store import multipath
 from rocketstore_spark.store.segment_reader import DEFAULT_MAX_RECORD as DEFAULT_MAX_RECORD_SIZE
 
 
@@ -35,8 +36,11 @@ def _int(value: str | None, name: str, default: int | None, minimum: int) -> int
 
 @dataclass(frozen=True)
 class Options:
-    """Options every source takes: the store paths (``.load(path)``, or ``paths`` = comma-separated)."""
+    """Options every source takes: the store paths (``.load(path)``, or ``paths`` = comma-separated); the
+    sources that read the CommitLog also ``storePathCommitLog`` (its directories, comma-separated, as in
+    broker.conf: a multi-path CommitLog of the one store given)."""
     paths: tuple[str, ...]
+    commitlog_dirs: tuple[str, ...]
 
     SOURCE = "rocketmq_*"
     KNOWN = ("path", "paths")          # as documented (matched case-insensitively); subclasses add theirs
@@ -53,6 +57,8 @@ class Options:
         if not paths:
             raise ValueError(f"{source}: no store given: use .load(path) or .option('paths', 'a,b')")
         object.__setattr__(self, "paths", tuple(p.strip() for p in ",".join(paths).split(",") if p.strip()))
+        # the directories of a multi-path CommitLog (sources that read the CommitLog; store.multipath)
+        object.__setattr__(self, "commitlog_dirs", tuple(multipath.split(opts.get("storepathcommitlog"))))
         self._parse(opts)
 
     def _set(self, name: str, value) -> None:
@@ -74,7 +80,7 @@ class CommitLogOptions(Options):
 
     SOURCE = "rocketmq"
     KNOWN = ("path", "paths", "splitSize", "strict", "messageDelayLevel", "maxRecordSize", "batchRows",
-             "startOffset")
+             "startOffset", "storePathCommitLog")
 
     def _parse(self, opts):
         self._set("split_size", _int(opts.get("splitsize"), "splitSize", None, 4096))
@@ -90,12 +96,12 @@ class CommitLogOptions(Options):
 class SystemTopicsOptions(Options):
     """``rocketmq_delayed_pending``, ``rocketmq_transactions``, ``rocketmq_retries``: messageDelayLevel and
     rocketmqVersion (the broker's delay table and release; default: detected from the store, else RocketMQ's
-    defaults — ``rocketmq.settings.resolve``)."""
+    defaults — ``rocketmq.settings.resolve``); storePathCommitLog (a multi-path CommitLog's directories)."""
     message_delay_level: str | None
     rocketmq_version: str | None
 
     SOURCE = "rocketmq_delayed_pending"
-    KNOWN = ("path", "paths", "messageDelayLevel", "rocketmqVersion")
+    KNOWN = ("path", "paths", "messageDelayLevel", "rocketmqVersion", "storePathCommitLog")
 
     def _parse(self, opts):
         self._set("message_delay_level", opts.get("messagedelaylevel") or None)
@@ -119,7 +125,7 @@ class SegmentsOptions(Options):
     max_record_size: int
 
     SOURCE = "rocketmq_segments"
-    KNOWN = ("path", "paths", "checkCrc", "checkPropertiesCrc", "checkTimes", "maxRecordSize")
+    KNOWN = ("path", "paths", "checkCrc", "checkPropertiesCrc", "checkTimes", "maxRecordSize", "storePathCommitLog")
 
     def _parse(self, opts):
         self._set("check_crc", _bool(opts.get("checkcrc"), "checkCrc", True))

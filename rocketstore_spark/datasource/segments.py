@@ -27,12 +27,12 @@ class SegmentsReader(TableReader):
         for layout in layouts:
             # layout findings about a segment (wrong size, gap, ...) travel with it
             items = [(seg.path, seg.base_offset, seg.size, layout.followed(k),
-                      tuple(f for f in layout.findings if f.file == seg.path))
+                      tuple(f for f in layout.findings if f.file == seg.path), layout.next_path(k))
                      for k, seg in enumerate(layout.segments)]
             paths = {seg.path for seg in layout.segments}
             store_findings = tuple(f for f in layout.findings if f.file not in paths)
             if store_findings:
-                items.append((None, None, None, False, store_findings))
+                items.append((None, None, None, False, store_findings, None))
             for i in range(0, len(items), per_partition):
                 parts.append(FilesPartition(layout.name, layout.files, tuple(items[i:i + per_partition])))
         return parts or [EMPTY]
@@ -54,12 +54,12 @@ class SegmentsReader(TableReader):
                 for f in findings]
 
     def _scan(self, store: str, root: str, path: str, base_offset: int, size: int, followed: bool,
-              layout_findings: tuple) -> tuple:
+              layout_findings: tuple, next_path: str | None) -> tuple:
         from rocketstore_spark.store.scan import scan_segment
         summary = scan_segment(path, base_offset, check_crc=self.options.check_crc,
                                max_record_size=self.options.max_record_size, followed=followed,
                                check_properties_crc=self.options.check_properties_crc,
-                               check_times=self.options.check_times)
+                               check_times=self.options.check_times, next_path=next_path)
         findings = list(layout_findings) + summary.findings
         return self.project({
             "store": store, "segment": os.path.basename(path), "base_offset": base_offset,

@@ -151,7 +151,8 @@ def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, ho
                 continue
             else:
                 start = covered
-        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k))
+        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k),
+                               next_path=layout.next_path(k))
         yield from ((seg, decoded.batch) for decoded in reader)
         findings.extend(reader.result.findings)
 

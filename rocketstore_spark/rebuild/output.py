@@ -408,6 +408,8 @@ def prepare(store: str, output, options: dict | None = None, broker_conf: str | 
     layout = layouts[0]
     out = check_output(output, layout.files.base)
     settings = resolve(layout, options, broker_conf)
+    for d in layout.files.commitlog_dirs:   # a multi-path CommitLog's other directories are the store's too
+        check_output(output, d)
     layout.refuse(Work.REBUILD)             # classic files for a store another engine keeps would mislead
     if settings.conflicts and not allow_conflicts:
         raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")

@@ -208,6 +208,7 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a plan takes one")
     layout = layouts[0]
+    settings = resolve(layout, options, broker_conf)    # broker.conf's engines (a multi-path CommitLog) first
     layout.refuse(Work.REPAIR)
     odd = uncopyable_entries(layout.root, NOT_COPIED) if layout.root is not None else []
     if odd:
@@ -226,7 +227,6 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
     if plan_path(out).exists():
         raise OutputError(f"{plan_path(out)} already exists: give an empty or new directory")
     doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
-    settings = resolve(layout, options, broker_conf)
     end = doc["later_starts"][-1] if doc["later_starts"] else doc
     kept, repaired, own = _repaired_queues(layout, settings, doc, end["process_offset"])
     out.mkdir(parents=True, exist_ok=True)

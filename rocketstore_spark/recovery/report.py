@@ -99,7 +99,8 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "start_reason": w.start_reason if w else None,
         "walk": w.segments_walked if w else [],
         "process_offset": w.process_offset if w else None,
-        "stop": {"file": layout.files.relative(layout.files.commitlog_dir / w.stop_file) if w and w.stop_file else None,
+        "stop": {"file": layout.files.relative(layout.files.segment_path(int(w.stop_file))) if w and w.stop_file
+                 else None,
                  "file_position": w.stop_position if w else None, "reason": w.stop_reason if w else None},
         "commitlog_files_deleted": r.commitlog_files_deleted,
         "commitlog_bytes_cut": max(0, data_end - w.process_offset) if w else 0,
@@ -120,7 +121,7 @@ def _later_starts(files: StoreMap, r: RecoveryReport, process_offset: int | None
         w = later.walk
         out.append({"start_file": w.start_file, "start_reason": w.start_reason, "walk": w.segments_walked,
                     "process_offset": w.process_offset,
-                    "stop": {"file": files.relative(files.commitlog_dir / w.stop_file), "file_position": w.stop_position,
+                    "stop": {"file": files.relative(files.segment_path(int(w.stop_file))), "file_position": w.stop_position,
                              "reason": w.stop_reason},
                     "commitlog_files_deleted": later.commitlog_files_deleted,
                     "commitlog_bytes_cut": process_offset - w.process_offset, "lost": _lost(later.lost)})

@@ -25,7 +25,8 @@ def inspect_store(layout: StoreLayout) -> dict:
     settings = resolve(layout)
     segments = []
     for k, seg in enumerate(layout.segments if not layout.refused(Work.READ_COMMITLOG) else ()):
-        s = scan_segment(seg.path, seg.base_offset, check_crc=False, followed=layout.followed(k))
+        s = scan_segment(seg.path, seg.base_offset, check_crc=False, followed=layout.followed(k),
+                         next_path=layout.next_path(k))
         segments.append({"file": os.path.basename(seg.path), "base_offset": seg.base_offset, "size": seg.size,
                          "records": s.records, "first_store_time": utc_time(s.first_store_timestamp),
                          "last_store_time": utc_time(s.last_store_timestamp), "valid_end": s.valid_end,

@@ -264,7 +264,8 @@ class Simulation:
         seg = self.layout.segments[k]
         c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
         _first_record(seg.path, c)
-        c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc, followed=self.layout.followed(k))
+        c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc, followed=self.layout.followed(k),
+                              next_path=self.layout.next_path(k))
         c.first_valid = (c.scan.records > 0 and c.scan.first_position == 0
                          and c.scan.first_crc_failure != seg.base_offset)
         return c
@@ -370,7 +371,7 @@ class Simulation:
             first, stop, kind, end = s.first_position, s.stop_position, s.stop, s.valid_end
         else:
             reader = SegmentReader(seg.path, seg.base_offset, AuditDecoder(check_crc=False), start=start,
-                                   followed=self.layout.followed(k))
+                                   followed=self.layout.followed(k), next_path=self.layout.next_path(k))
             for _ in reader:
                 pass
             r = reader.result
@@ -730,6 +731,7 @@ class DispatchPiece:
     phase: str                               # "recovery" (the CommitLog walk dispatches) or "reput" (start())
     to_stop: bool = False
     name: str = ""                           # the segment's path in the store (for ``stops``)
+    next_path: str | None = None             # where the next segment lies, when not beside this one (multi-path)
 
 
 @dataclass
@@ -754,7 +756,7 @@ class RestartDispatch:
         and records after a BLANK are reported as a whole-log read reports them, but only the records before
         its first BLANK, zero fill or damage are yielded; where that is is added to ``stops`` (reput)."""
         reader = SegmentReader(piece.path, piece.base_offset, decoder, piece.start - piece.base_offset,
-                               piece.end - piece.base_offset, followed=piece.followed)
+                               piece.end - piece.base_offset, followed=piece.followed, next_path=piece.next_path)
         start = piece.start - piece.base_offset
         dispatching = True
         for decoded in reader:
@@ -769,7 +771,7 @@ class RestartDispatch:
             # dispatched to the range's end (where the restart's log ends, inside the segment): what lies
             # after it — the damage the recovery cut at, records after it — is reported too, from headers
             tail = SegmentReader(piece.path, piece.base_offset, AuditDecoder(check_crc=False),
-                                 reader.result.end_position, followed=piece.followed)
+                                 reader.result.end_position, followed=piece.followed, next_path=piece.next_path)
             for _ in tail:
                 pass
             findings.extend(tail.result.findings)
@@ -846,7 +848,7 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
             name = layout.files.relative(seg.path)
             if lazy:
                 out.pieces.append(DispatchPiece(seg.path, seg.base_offset, layout.followed(k), start, end, phase,
-                                                to_stop=True, name=name))
+                                                to_stop=True, name=name, next_path=layout.next_path(k)))
                 continue
             stop, why = sim.dispatch_end(k, start - seg.base_offset)
             if seg.base_offset + stop < end:
@@ -855,7 +857,7 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
                     out.stops.append((name, stop, why))
             if end > start:
                 out.pieces.append(DispatchPiece(seg.path, seg.base_offset, layout.followed(k), start, end, phase,
-                                                name=name))
+                                                name=name, next_path=layout.next_path(k)))
     return out
 
 

@@ -38,6 +38,7 @@ from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.consumequeue import file_size_setting
 from rocketstore_spark.rocketmq.releases import Release
+from rocketstore_spark.store import multipath
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import iter_entries, read_index_file, store_slot_count
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -89,6 +90,9 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
     """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in
     broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored."""
     given, sources, conf = {}, {}, None
+    dirs = (options or {}).get(multipath.STORE_PATH)       # the CommitLog's directories, given (store.multipath)
+    if dirs:
+        layout.use_commitlog_dirs(multipath.split(dirs) if isinstance(dirs, str) else dirs)
     if broker_conf_path:
         with open(broker_conf_path, "rb") as f:
             raw = f.read()

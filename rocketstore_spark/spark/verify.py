@@ -105,6 +105,7 @@ class _Context:
     delay_levels: str
     segments: tuple          # (base offset, file name relative to root)
     consume_queue_ext: bool
+    commitlog_dirs: tuple = ()   # a multi-path CommitLog's directories (store.multipath), as the sources take them
 
 
 def verify(spark, paths, options: dict | None = None, broker_conf: str | None = None, check_crc: bool = True,
@@ -131,9 +132,11 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         clock = now
 
     # 1. segments
-    seg_rows = (spark.read.format("rocketmq_segments").option("checkCrc", str(check_crc).lower())
-                .option("checkPropertiesCrc", "true").option("checkTimes", "true")
-                .option("paths", ",".join(load_paths)).load().collect())
+    seg_rows = []
+    for load, dirs in _reads(layouts, load_paths):
+        seg_rows += (spark.read.format("rocketmq_segments").option("checkCrc", str(check_crc).lower())
+                     .option("checkPropertiesCrc", "true").option("checkTimes", "true").options(**dirs)
+                     .option("paths", ",".join(load)).load().collect())
     by_store: dict[str, list] = {}
     for r in seg_rows:
         by_store.setdefault(r.store, []).append(r)
@@ -153,7 +156,7 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         contexts[layout.name] = _Context(
             store_root(layout) if layout.files.root else str(layout.files.commitlog_dir), root, log,
             s.consume_queue_file_size, s.release.version, s.message_delay_level,
-            segment_names(layout, root), has_consume_queue_ext(layout))
+            segment_names(layout, root), has_consume_queue_ext(layout), tuple(map(str, layout.files.commitlog_dirs)))
 
     lap("segments (CRC audit)")
     # 2. queues
@@ -190,17 +193,27 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     return run
 
 
+def _reads(layouts, load_paths) -> list[tuple[list[str], dict]]:
+    """The source reads that cover ``layouts`` (loaded as ``load_paths``): one for every store whose CommitLog
+    is in its own directory, one per multi-path store (its directories as option ``storePathCommitLog``)."""
+    classic = [p for layout, p in zip(layouts, load_paths) if not layout.files.commitlog_dirs]
+    return ([(classic, {})] if classic else []) + [
+        ([p], {"storePathCommitLog": ",".join(map(str, layout.files.commitlog_dirs))})
+        for layout, p in zip(layouts, load_paths) if layout.files.commitlog_dirs]
+
+
 def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
     from pyspark.sql import functions as F
-    by_delay: dict[str, list[str]] = {}
+    by_delay: dict[str, list] = {}
     for layout in layouts:
-        by_delay.setdefault(settings[layout.name].message_delay_level, []).append(contexts[layout.name].path)
+        by_delay.setdefault(settings[layout.name].message_delay_level, []).append(layout)
     records = None
-    for delay, load in by_delay.items():
-        r = spark.read.format("rocketmq").option("messageDelayLevel", delay)
-        r = r.option("splitSize", str(split_size)) if split_size else r
-        df = r.schema(RECORD_COLUMNS).option("paths", ",".join(load)).load()
-        records = df if records is None else records.unionByName(df)
+    for delay, group in by_delay.items():
+        for load, dirs in _reads(group, [contexts[layout.name].path for layout in group]):
+            r = spark.read.format("rocketmq").option("messageDelayLevel", delay).options(**dirs)
+            r = r.option("splitSize", str(split_size)) if split_size else r
+            df = r.schema(RECORD_COLUMNS).option("paths", ",".join(load)).load()
+            records = df if records is None else records.unionByName(df)
     records = records.where(F.col("transaction_type").isin(*dispatch.QUEUED_TYPES)).drop("transaction_type")
     dirs = [(layout.name, t, q, str(d)) for layout in layouts for t, q, d in layout.files.queue_dirs()]
     queue_dirs = spark.createDataFrame(dirs, "store STRING, topic STRING, queue_id INT, dir STRING")
@@ -260,7 +273,8 @@ def _index(spark, layouts, settings, contexts) -> list[dict]:
                     entries = expected = 0
                 else:
                     view = read_index_file(spec["path"], g.hash_slot_num)
-                    v = check_index_file(discover(c.path)[0], view, c.root, g, Release(c.release),
+                    layout = discover(c.path, c.commitlog_dirs or None)[0]
+                    v = check_index_file(layout, view, c.root, g, Release(c.release),
                                          c.delay_levels, c.log, spec["newest"], spec["previous_end"])
                     found, entries, expected = v.findings, v.entries, v.keys_expected
                 yield pa.RecordBatch.from_pylist([{"store": spec["store"], "file": name, "entries": entries,

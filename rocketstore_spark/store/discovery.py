@@ -4,7 +4,9 @@ Accepts a store root (``commitlog/``, ``consumequeue/``, ``index/``, ``checkpoin
 ``config/``), a bare CommitLog directory, or glob patterns matching several of them. Nothing is read
 here: planning Spark partitions must stay cheap. Irregularities — segment sizes that differ, gaps and
 overlaps between segments, stray files — are findings, never exceptions. Each segment is opened once, for
-a few lseeks, to learn where its data ends (sparse files).
+a few lseeks, to learn where its data ends (sparse files). A multi-path CommitLog (store.multipath) is listed
+over all its directories as one log once its directories are known (``discover(..., commitlog_dirs)``, or
+broker.conf's through ``StoreLayout.note_broker_conf``).
 """
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import errno
 import glob
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.store import multipath
 from rocketstore_spark.store.engines import Engines, Work, detect
-from rocketstore_spark.store.layout import OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
+from rocketstore_spark.store.layout import COMMITLOG, OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,26 @@ class StoreLayout:
 
     def note_broker_conf(self, properties: dict[str, str]) -> None:
         """What broker.conf says of the engines (a multi-path CommitLog, a RocksDB-only index, …: things the
-        files may not show): the engines are told again with it, its new findings added."""
+        files may not show): a multi-path CommitLog's directories are listed as one log (unless the log's
+        directories were given), the engines are told again with it, its new findings added."""
+        dirs = multipath.conf_dirs(properties)
+        if dirs and not self.files.commitlog_dirs:
+            self.use_commitlog_dirs(dirs, properties)
+            return
         if self.engines is None:
             return
         before = {(f.check, f.message) for f in self.engines.findings}
         self.engines = detect(self.root, properties)
         self.findings[:0] = [f for f in self.engines.findings if (f.check, f.message) not in before]
+
+    def use_commitlog_dirs(self, dirs, properties: dict[str, str] | None = None) -> None:
+        """List the CommitLog again over ``dirs`` (paths; relative ones from the working directory, as the
+        broker takes them from its own): its segments, findings and engines become those of that log."""
+        files = self.files if self.root is None else StoreMap.of_root(self.root)
+        given = tuple(Path(os.path.abspath(d)) for d in dirs)
+        fresh = _layout(self.name, replace(files, commitlog_dirs=given), properties)
+        self.files, self.segments, self.segment_size = fresh.files, fresh.segments, fresh.segment_size
+        self.findings, self.engines = fresh.findings, fresh.engines
 
     def refused(self, work: Work) -> bool:
         """Whether an engine of this store makes ``work`` wrong (``refuse`` raises instead)."""
@@ -95,6 +112,14 @@ class StoreLayout:
         """Does a segment after the k-th hold records? RocketMQ then closed the k-th with a BLANK. Files the
         broker preallocated and never wrote to do not count."""
         return any(not s.blank_head for s in self.segments[k + 1:])
+
+    def next_path(self, k: int) -> str | None:
+        """Where the segment after the k-th lies or would lie, when that is not beside it (a multi-path
+        CommitLog, store.multipath); None otherwise (the readers look beside it)."""
+        if not self.files.commitlog_dirs or not self.segment_size:
+            return None
+        seg = self.segments[k]
+        return str(self.files.segment_path(seg.base_offset + seg.size, self.segment_size))
 
 
 class StorePathError(FileNotFoundError):
@@ -147,15 +172,28 @@ def _not_a_store(p: str, path: Path) -> StorePathError:
                           "directory (no 20-digit segment files)")
 
 
-def discover(paths) -> list[StoreLayout]:
+def discover(paths, commitlog_dirs=None) -> list[StoreLayout]:
     """Every store named by ``paths`` (a path, a glob, a comma-separated list, or a list of those; ``file://``
     URLs are local paths). Paths are made absolute here, on the driver, so executors with another working
     directory read the same files; the ``store`` name stays as the user gave it. A path that names no store
-    raises StorePathError with a one-line message."""
+    raises StorePathError with a one-line message. ``commitlog_dirs``: the directories of the one store's
+    CommitLog (a multi-path log: a list, or a comma-separated string as in ``storePathCommitLog``)."""
     layouts = []
     expanded = _expand(paths)
     if not expanded:
         raise StorePathError(f"no store given ({paths!r})")
+    if commitlog_dirs:
+        dirs = multipath.split(commitlog_dirs) if isinstance(commitlog_dirs, str) else list(commitlog_dirs)
+        if len(expanded) != 1:
+            raise StorePathError(f"{len(expanded)} stores given with CommitLog directories ({', '.join(dirs)}): "
+                                 "those name the CommitLog of one store; give one store")
+        path = Path(os.path.abspath(expanded[0]))
+        if not path.is_dir():
+            raise _not_a_store(expanded[0], path)
+        # the store root, or (no commitlog/ in it, segment files instead) one of the CommitLog's directories
+        bare = not (path / COMMITLOG).exists() and any(OFFSET_NAME.match(n) for n in os.listdir(path))
+        files = StoreMap(None, path) if bare else StoreMap.of_root(path)
+        return [_layout(expanded[0], replace(files, commitlog_dirs=tuple(Path(os.path.abspath(d)) for d in dirs)))]
     for p in expanded:
         path = Path(os.path.abspath(p))
         try:
@@ -173,26 +211,16 @@ def discover(paths) -> list[StoreLayout]:
     return layouts
 
 
-def _layout(name: str, files: StoreMap) -> StoreLayout:
-    findings: list[Finding] = []
-    segments: list[Segment] = []
-    for entry in sorted(os.scandir(files.commitlog_dir), key=lambda e: e.name):
-        base_offset = parse_offset_name(entry.name)
-        if not is_regular_file(entry.path):
-            findings.append(finding("store.stray_entry", entry.path, None,
-                                    "directory, special file or unreadable link inside the CommitLog directory "
-                                    "(ignored)"))
-        elif base_offset is None:
-            findings.append(finding("store.stray_file", entry.path, None,
-                                    "file name is not a 20-digit offset within int64 (ignored)"))
-        else:
-            size = os.stat(entry.path).st_size
-            segments.append(Segment(entry.path, base_offset, size, *probe(entry.path, size)))
+def _layout(name: str, files: StoreMap, conf: dict[str, str] | None = None) -> StoreLayout:
+    multi = bool(files.commitlog_dirs)
+    segments, findings = _list_segments(files)
     sizes = Counter(s.size for s in segments if s.size > 0)
     segment_size = sizes.most_common(1)[0][0] if sizes else None
     for prev, seg in zip(segments, segments[1:]):
         if segment_size and seg.base_offset > prev.base_offset + segment_size:
-            findings.append(finding("commitlog.gap", seg.path, None,
+            findings.append(multipath.gap(files.log_dirs, prev.base_offset, seg.base_offset, segment_size, seg.path)
+                            if multi else
+                            finding("commitlog.gap", seg.path, None,
                                     f"{seg.base_offset - prev.base_offset - segment_size} bytes missing "
                                     f"after {os.path.basename(prev.path)}",
                                     previous_base_offset=prev.base_offset, base_offset=seg.base_offset))
@@ -200,6 +228,10 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
             findings.append(finding("commitlog.overlap", seg.path, None,
                                     f"starts inside {os.path.basename(prev.path)}",
                                     previous_base_offset=prev.base_offset, base_offset=seg.base_offset))
+    if not multi and segment_size:
+        hint = multipath.suspected([s.base_offset for s in segments], segment_size, str(files.commitlog_dir))
+        if hint is not None:
+            findings.append(hint)
     for seg in segments:
         if seg.size == 0:
             findings.append(finding("commitlog.empty_segment", seg.path, None, "segment file of zero bytes"))
@@ -211,7 +243,50 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
         if segment_size and seg.base_offset % segment_size:
             findings.append(finding("commitlog.misaligned_name", seg.path, None,
                                     f"base offset is not a multiple of the segment size {segment_size}"))
-    engines = detect(files.root) if files.root is not None else None
+    engines = detect(files.root, conf) if files.root is not None else None
+    if multi:
+        engine, note = multipath.engine(files.log_dirs, findings)
+        engines = engines if engines is not None else Engines(None)
+        engines.engines.append(engine)
+        engines.findings.append(note)
+    elif any(f.check == "commitlog.multipath_suspected" for f in findings):
+        engines = engines if engines is not None else Engines(None)
+        engines.engines.append(multipath.SUSPECTED)
     if engines is not None:
         findings[:0] = engines.findings
     return StoreLayout(name, files, segments, segment_size, findings, engines)
+
+
+def _list_segments(files: StoreMap) -> tuple[list[Segment], list[Finding]]:
+    """The segments of every CommitLog directory in base offset order, and what is irregular in the listing
+    (stray entries; multi-path: a directory missing, a segment in two directories — the first directory's copy
+    kept —, a root commitlog/ with segments outside the list)."""
+    findings: list[Finding] = []
+    segments: dict[int, Segment] = {}
+    multi = bool(files.commitlog_dirs)
+    for d in files.log_dirs:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            if not multi:
+                raise
+            findings.append(multipath.missing_dir(d))
+            continue
+        for entry in entries:
+            base_offset = parse_offset_name(entry.name)
+            if not is_regular_file(entry.path):
+                findings.append(finding("store.stray_entry", entry.path, None,
+                                        "directory, special file or unreadable link inside the CommitLog directory "
+                                        "(ignored)"))
+            elif base_offset is None:
+                findings.append(finding("store.stray_file", entry.path, None,
+                                        "file name is not a 20-digit offset within int64 (ignored)"))
+            elif base_offset in segments:
+                findings.append(multipath.duplicate(entry.name, segments[base_offset].path, entry.path))
+            else:
+                size = os.stat(entry.path).st_size
+                segments[base_offset] = Segment(entry.path, base_offset, size, *probe(entry.path, size))
+    if multi and files.root is not None and files.commitlog_dir not in files.log_dirs and \
+            files.commitlog_dir.is_dir() and any(parse_offset_name(n) is not None for n in os.listdir(files.commitlog_dir)):
+        findings.append(multipath.unlisted(files.commitlog_dir))
+    return [segments[k] for k in sorted(segments)], findings

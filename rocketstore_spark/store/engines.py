@@ -16,7 +16,8 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
                                                                            timerRocksDBEnable (5.5)
     batch queues       batchconsumequeue/<topic>/<queue>/                  topic attribute queue.type=BatchCQ (5.0+)
     LMQ                consumequeue/%LMQ%<name>/0/                         enableLmq + enableMultiDispatch (4.9.3+)
-    multi-path log     storePathCommitLog=dir1,dir2,...                    (4.9.2+; only broker.conf shows it)
+    multi-path log     storePathCommitLog=dir1,dir2,...                    (4.9.2+; only broker.conf shows it;
+                                                                           read as one log: store.multipath)
 
 (paths from RocketMQ 5.5.1's ``StorePathConfigHelper``, ``MessageRocksDBStorage``, ``RocksDBConsumeQueueStore``,
 the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.4's ``DLedgerConfig``).
@@ -57,10 +58,12 @@ class UnsupportedStore(ValueError):
 
 @dataclass(frozen=True)
 class Engine:
-    """One engine found: its name, the evidence (files or settings), and the work it makes wrong."""
+    """One engine found: its name, the evidence (files or settings), the work it makes wrong, and why (empty:
+    an engine this release does not read)."""
     name: str
     evidence: str
     refuses: frozenset[Work]
+    why: str = ""
 
 
 _EVERYTHING = frozenset(Work)
@@ -120,11 +123,12 @@ class Engines:
         blocking = self.refused(work)
         if blocking:
             where = f"{self.root}: " if self.root is not None else ""
+            unread = [e for e in blocking if not e.why]
             raise UnsupportedStore(
                 f"{where}cannot {work.value}: the store uses "
-                + "; ".join(f"{e.name} ({e.evidence})" for e in blocking)
-                + ", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
-                  "were RocketMQ's classic file store")
+                + "; ".join(f"{e.name} ({e.evidence}{': ' + e.why if e.why else ''})" for e in blocking)
+                + (", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
+                   "were RocketMQ's classic file store" if unread else "; refused"))
 
     def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str) -> None:
         self.engines.append(Engine(name, evidence, refuses))
@@ -196,9 +200,6 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
         # the broker then keeps topics, groups and consumer offsets in RocksDB too (RocksDB*ConfigManager)
         out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf", _QUEUE_WORK | {Work.READ_CONFIG},
                 where)
-    paths = [p for p in str(conf.get("storePathCommitLog", "")).split(",") if p.strip()]
-    if len(paths) > 1:
-        out.add("multi-path CommitLog", f"storePathCommitLog lists {len(paths)} directories", _EVERYTHING, where)
     if _truthy(conf, "indexRocksDBEnable") and str(conf.get("indexFileWriteEnable", "true")).strip().lower() == "false":
         out.add("RocksDB index", "indexRocksDBEnable=true and indexFileWriteEnable=false: no IndexFiles are written",
                 frozenset({Work.READ_INDEX, Work.REBUILD, Work.REPAIR}), where)

@@ -105,9 +105,11 @@ def is_regular_file(path) -> bool:
 @dataclass(frozen=True)
 class StoreMap:
     """The file names of one store (``root``) or of a bare CommitLog directory (``root`` None). Picklable:
-    partitions carry it to executors."""
+    partitions carry it to executors. ``commitlog_dirs``: the directories of a multi-path CommitLog
+    (``storePathCommitLog`` with several, store.multipath), empty for the one ``commitlog_dir``."""
     root: Path | None
     commitlog_dir: Path
+    commitlog_dirs: tuple[Path, ...] = ()
 
     @classmethod
     def of_root(cls, root) -> "StoreMap":
@@ -128,8 +130,24 @@ class StoreMap:
 
     # ------------------------------------------------------------------------------------ commitlog
 
-    def segment_path(self, base_offset: int) -> Path:
-        return self.commitlog_dir / offset_name(base_offset)
+    @property
+    def log_dirs(self) -> tuple[Path, ...]:
+        """Every directory the CommitLog's segments are listed from."""
+        return self.commitlog_dirs or (self.commitlog_dir,)
+
+    def segment_path(self, base_offset: int, segment_size: int | None = None) -> Path:
+        """The segment file of ``base_offset``: where it is, in whichever CommitLog directory; where RocketMQ
+        would create it if it is nowhere (multi-path: the (base / size)-th of the sorted directory names,
+        modulo their count, as ``MultiPathMappedFileQueue.tryCreateMappedFile`` places it; without the segment
+        size, the first directory)."""
+        name = offset_name(base_offset)
+        if not self.commitlog_dirs:
+            return self.commitlog_dir / name
+        for d in self.commitlog_dirs:
+            if (d / name).exists():
+                return d / name
+        ordered = sorted(self.commitlog_dirs, key=str)
+        return ordered[(base_offset // segment_size) % len(ordered) if segment_size else 0] / name
 
     # --------------------------------------------------------------------------------- consumequeue
 

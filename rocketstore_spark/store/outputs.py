@@ -24,5 +24,6 @@ def outside_stores(path: str | os.PathLike, store_roots, what: str = "output") -
 
 def store_roots(layouts) -> list[str]:
     """The directories of ``layouts`` that nothing may be written under: each store's root, or for a bare
-    CommitLog directory the directory itself."""
-    return [str(layout.files.root or layout.files.commitlog_dir) for layout in layouts]
+    CommitLog directory the directory itself, and every directory of a multi-path CommitLog."""
+    return [str(p) for layout in layouts
+            for p in (layout.files.root or layout.files.commitlog_dir, *layout.files.commitlog_dirs)]

@@ -21,15 +21,16 @@ POSITION_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "position")
 
 
 def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEVELS,
-               strict: bool = False) -> tuple[pa.Table, list[Finding]]:
+               strict: bool = False, commitlog_dirs=None) -> tuple[pa.Table, list[Finding]]:
     """(table of ``store``, the position columns and ``columns`` — names of record_schema.COLUMNS —, findings).
-    ``strict``: raise StoreError on the first error finding (layout, damage, BODYCRC, ...) instead."""
+    ``strict``: raise StoreError on the first error finding (layout, damage, BODYCRC, ...) instead.
+    ``commitlog_dirs``: the directories of a multi-path CommitLog (``discover``)."""
     names = tuple(dict.fromkeys(("store", *POSITION_COLUMNS, *columns)))
     schema = arrow_schema(names)
     decoder = RecordDecoder([n for n in names if n in DECODED], message_delay_level=message_delay_level,
                             check_crc=strict)
     batches, findings = [], []
-    for layout in discover(path):
+    for layout in discover(path, commitlog_dirs):
         store = RepeatedColumn(layout.name, pa.string())
         for decoded in iter_decoded(layout, decoder, findings, strict):
             batches.append(decoded.select(schema, {"store": store(decoded.n)}))
@@ -44,6 +45,7 @@ def iter_decoded(layout: StoreLayout, decoder: RecordDecoder, findings: list[Fin
     if strict:
         raise_first_error(layout.findings)
     for k, seg in enumerate(layout.segments):
-        reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict, followed=layout.followed(k))
+        reader = SegmentReader(seg.path, seg.base_offset, decoder, strict=strict, followed=layout.followed(k),
+                               next_path=layout.next_path(k))
         yield from reader
         findings.extend(reader.result.findings)

@@ -37,14 +37,17 @@ class SegmentSummary:
 
 def scan_segment(path: str, base_offset: int, check_crc: bool = True,
                  max_record_size: int = DEFAULT_MAX_RECORD, followed: bool = False,
-                 check_properties_crc: bool = False, check_times: bool = False) -> SegmentSummary:
-    """Scan one whole segment; ``followed``: a later segment of the store exists. ``check_properties_crc``:
+                 check_properties_crc: bool = False, check_times: bool = False,
+                 next_path: str | None = None) -> SegmentSummary:
+    """Scan one whole segment; ``followed``: a later segment of the store exists; ``next_path``: where the next
+    segment lies when not beside it (``StoreLayout.next_path``). ``check_properties_crc``:
     also the 5.x ``__CRC32#`` property of every record that has one (``commitlog.properties_crc``);
     ``check_times``: store times going back or implausible (``commitlog.time_*``, one finding each)."""
     s = SegmentSummary()
     decoder = AuditDecoder(check_crc=check_crc, check_properties_crc=check_properties_crc, check_times=check_times,
                            prop_failure_limit=CAP, now_ms=int(time.time() * 1000))
-    reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size, followed=followed)
+    reader = SegmentReader(path, base_offset, decoder, max_record_size=max_record_size, followed=followed,
+                           next_path=next_path)
     for _ in reader:
         pass
     state = decoder.state

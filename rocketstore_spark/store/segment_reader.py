@@ -85,8 +85,10 @@ class SegmentReader:
 
     def __init__(self, path: str, base_offset: int, decoder: RecordDecoder, start: int = 0, end: int | None = None,
                  *, strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
-                 followed: bool = False, on_finding: Callable[[Finding], None] | None = None):
+                 followed: bool = False, on_finding: Callable[[Finding], None] | None = None,
+                 next_path: str | None = None):
         self.path = path
+        self.next_path = next_path      # where the next segment lies (a multi-path log); None: beside this one
         self.base_offset = base_offset
         self.decoder = decoder
         self.start = start
@@ -291,6 +293,8 @@ class SegmentReader:
 
     def _next_segment_path(self) -> str:
         """Where the segment that follows this one lies (named by the offset after this one's end)."""
+        if self.next_path is not None:
+            return self.next_path
         return os.path.join(os.path.dirname(self.path), offset_name(self.base_offset + self._file_size))
 
     def _next_segment_first_record(self) -> int | None:

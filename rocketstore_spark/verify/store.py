@@ -297,7 +297,8 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool)) if check_queues \
             else None
         scanned = [pool.submit(scan_segment, seg.path, seg.base_offset, check_crc=check_crc,
-                               followed=layout.followed(k), check_properties_crc=True, check_times=True)
+                               followed=layout.followed(k), check_properties_crc=True, check_times=True,
+                               next_path=layout.next_path(k))
                    for k, seg in enumerate(layout.segments)]
         scans = [(seg.base_offset, f.result()) for seg, f in zip(layout.segments, scanned)]
         for _, s in scans:

@@ -5,6 +5,7 @@
     python tests/golden/regenerate.py --versions 5.5.1 --out /tmp/golden
     python tests/golden/regenerate.py --config-only        # only the config files, into the existing stores
     python tests/golden/regenerate.py --jobs 2 --out /tmp/golden   # two versions at a time (what the test runs)
+    python tests/golden/regenerate.py --multipath --out /tmp/golden   # only the multi-path CommitLog stores
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -97,8 +98,8 @@ def build(version: str) -> str:
     return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
 
 
-def run(classpath: str, *args: str) -> None:
-    cmd = ["java", *JVM_OPTS, "-cp", classpath, "io.rocketstore.golden.Generator", *args]
+def run(classpath: str, *args: str, main: str = "io.rocketstore.golden.Generator") -> None:
+    cmd = ["java", *JVM_OPTS, "-cp", classpath, main, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[golden]")]
     for ln in lines:
@@ -455,6 +456,71 @@ class VersionRun:
               f"{manifest['commitlog']['max_offset']}", file=sys.stderr)
 
 
+# ------------------------------------------------------------------------------- multi-path CommitLog
+
+MULTIPATH_VERSION = "5.5.1"
+MULTIPATH_MESSAGES = 400      # three segments: 0 and 2 in one directory, 1 (and after a crash the preallocated 3) in the other
+MULTIPATH_DIRS = ("store/commitlog", "disk2/commitlog")   # storePathCommitLog, relative to the scenario folder
+
+
+def multipath(out: Path, scratch: Path, version: str = MULTIPATH_VERSION) -> list[str]:
+    """``multipath-<version>/{clean,crash}/``: RocketMQ's own store with ``storePathCommitLog`` over two
+    directories (MultiPath.java), its view of every record and its real recovery of a copy in
+    ``manifest.json``; paths in the manifest are relative to the scenario folder."""
+    root = out / f"multipath-{version}"
+    if root.exists():
+        shutil.rmtree(root)
+    print(f"== RocketMQ {version}: building the generator (multi-path)", file=sys.stderr)
+    classpath = build(version)
+    work = scratch / f"multipath-{version}"
+    work.mkdir(parents=True, exist_ok=True)
+
+    def gen(*args: str) -> dict | None:
+        run(classpath, *args, main="io.rocketstore.golden.MultiPath")
+        result = work / "out.json"
+        return json.loads(result.read_text()) if "--out" in args else None
+
+    names = []
+    for mode in ("clean", "crash"):
+        scenario = root / mode
+        (scenario / "store").mkdir(parents=True)
+        gen("write", "--scenario", str(scenario), "--mode", mode, "--messages", str(MULTIPATH_MESSAGES))
+        inspected = gen("inspect", "--scenario", str(scenario), "--out", str(work / "out.json"))
+        recovery = gen("recover", "--scenario", str(scenario), "--work", str(work / "copy"),
+                       "--out", str(work / "out.json"))
+        manifest = {
+            "scenario": mode,
+            "description": f"{MULTIPATH_MESSAGES} sends of the golden message mix written by DefaultMessageStore with "
+                           f"storePathCommitLog={','.join(MULTIPATH_DIRS)} (MultiPathMappedFileQueue), then "
+                           + ("shut down normally." if mode == "clean" else "the JVM halted without shutdown."),
+            "derived_from": None,
+            "rocketmq_version": version,
+            "rocketmq_version_reported": inspected["rocketmq_version"],
+            "store": "store",
+            "store_path_commitlog": list(MULTIPATH_DIRS),
+            "paths": "relative to the scenario folder",
+            "geometry": GEOMETRY,
+            "surgery": [],
+            "not_reproducible": NOT_REPRODUCIBLE,
+            "abort_present": inspected["abort_present"],
+            "checkpoint": inspected["checkpoint"],
+            "checkpoint_file_head": checkpoint_head(scenario / "store"),
+            "segments": inspected["segments"],
+            "files": inspected["files"],
+            "commitlog": {"min_offset": recovery.get("commitlog_min_offset"),
+                          "max_offset": recovery.get("commitlog_max_offset")},
+            "queues": recovery.get("queues"),
+            "recovery": {k: v for k, v in recovery.items() if k not in ("queues", "rocketmq_version")},
+            "messages": inspected["messages"],
+        }
+        (scenario / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        print(f"   multipath {mode}: {len(manifest['messages'])} records in "
+              f"{[(s['directory'], s['file']) for s in manifest['segments']]}, recovery max offset "
+              f"{manifest['commitlog']['max_offset']}", file=sys.stderr)
+        names.append(mode)
+    return names
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -467,6 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: tests/golden)")
     parser.add_argument("--config-only", action="store_true",
                         help=f"only rewrite the config files of the existing {CONFIG_SCENARIO} stores under --out")
+    parser.add_argument("--multipath", action="store_true",
+                        help=f"only the multi-path CommitLog stores (multipath-{MULTIPATH_VERSION}/ under --out)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="versions generated at once (each is a series of JVM runs; the builds stay one at a "
                              "time, as Maven's local repository is not safe for concurrent downloads)")
@@ -475,6 +543,10 @@ def main(argv: list[str] | None = None) -> int:
         require_tools()
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="golden-") as scratch:
+            if args.multipath:
+                names = multipath(args.out.resolve(), Path(scratch))
+                print(f"== RocketMQ {MULTIPATH_VERSION} multi-path: {', '.join(names)}", file=sys.stderr)
+                return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:
                 for run_version in runs:

@@ -118,7 +118,6 @@ def test_an_unknown_entry_is_a_warning_that_refuses_nothing(tmp_path):
 @pytest.mark.parametrize("conf,engine,work", [
     ({"enableDLegerCommitLog": "true"}, "DLedger CommitLog", Work.READ_COMMITLOG),
     ({"storeType": "defaultRocksDB"}, "RocksDB ConsumeQueue", Work.READ_CONFIG),
-    ({"storePathCommitLog": "/disk1/commitlog,/disk2/commitlog"}, "multi-path CommitLog", Work.READ_COMMITLOG),
     ({"indexRocksDBEnable": "true", "indexFileWriteEnable": "false"}, "RocksDB index", Work.READ_INDEX),
     ({"enableLmq": "true"}, "LMQ multi-dispatch", Work.REBUILD),
 ])

@@ -229,12 +229,25 @@ public final class Generator {
         }
         DefaultMessageStore store = open(cfg);
         store.start();
-        Writer w = new Writer(store);
         // stale: the checkpoint's last thorough flush several segments behind the crash (phase C is long)
         boolean stale = mode.equals("stale");
         int total = stale ? STALE_MESSAGES : MESSAGES;
         int a = stale ? STALE_PHASE_A : MESSAGES * 6 / 10;
         int b = stale ? STALE_PHASE_B : MESSAGES * 8 / 10;
+        Writer w = writePhases(store, cfg, total, a, b);
+        log("wrote " + w.records + " records, CommitLog max offset " + store.getMaxPhyOffset());
+        if (mode.equals("crash") || stale) {
+            // What a kill -9 leaves: page cache intact, abort file present, checkpoint as last flushed.
+            log("halting without shutdown");
+            Runtime.getRuntime().halt(0);
+        }
+        store.shutdown();
+    }
+
+    /** Messages 0..total-1 in the three phases (A up to a, B up to b, C with thorough flushes off), dispatched. */
+    static Writer writePhases(DefaultMessageStore store, MessageStoreConfig cfg, int total, int a, int b)
+        throws Exception {
+        Writer w = new Writer(store);
         for (int i = 0; i < a; i++) {
             w.emit(i);
         }
@@ -250,13 +263,7 @@ public final class Generator {
             w.emit(i);
         }
         waitDispatched(store);
-        log("wrote " + w.records + " records, CommitLog max offset " + store.getMaxPhyOffset());
-        if (mode.equals("crash") || stale) {
-            // What a kill -9 leaves: page cache intact, abort file present, checkpoint as last flushed.
-            log("halting without shutdown");
-            Runtime.getRuntime().halt(0);
-        }
-        store.shutdown();
+        return w;
     }
 
     static void waitDispatched(DefaultMessageStore store) throws InterruptedException {
@@ -546,47 +553,7 @@ public final class Generator {
         File[] files = storeDir.resolve("commitlog").toFile().listFiles();
         java.util.Arrays.sort(files == null ? new File[0] : files);
         for (File f : files) {
-            byte[] data = Files.readAllBytes(f.toPath());
-            long base = Long.parseLong(f.getName());
-            Map<String, Object> seg = new LinkedHashMap<>();
-            seg.put("file", f.getName());
-            seg.put("base_offset", base);
-            seg.put("file_size", data.length);
-            int pos = 0;
-            int count = 0;
-            String stop = "end of file";
-            ByteBuffer whole = ByteBuffer.wrap(data);
-            while (true) {
-                if (pos + 8 > data.length) {
-                    stop = "end of file";
-                    break;
-                }
-                int total = whole.getInt(pos);
-                int magic = whole.getInt(pos + 4);
-                if (magic == 0xCBD43194) {
-                    Map<String, Object> blank = new LinkedHashMap<>();
-                    blank.put("file_position", pos);
-                    blank.put("physical_offset", base + pos);
-                    blank.put("total_size", total);
-                    seg.put("blank", blank);
-                    stop = "blank";
-                    break;
-                }
-                ByteBuffer at = ByteBuffer.wrap(data, pos, data.length - pos).slice();
-                DispatchRequest req = Rmq.check(log, at.duplicate(), false);
-                if (!req.isSuccess() || req.getMsgSize() <= 0) {
-                    stop = total == 0 && magic == 0 ? "zero"
-                        : String.format("invalid record (totalSize %d, magic 0x%08X, RocketMQ size %d)", total, magic, req.getMsgSize());
-                    break;
-                }
-                messages.add(describe(log, cfg, at, req, f.getName(), base, pos));
-                count++;
-                pos += req.getMsgSize();
-            }
-            seg.put("records", count);
-            seg.put("valid_end", pos);
-            seg.put("stop_reason", stop);
-            segments.add(seg);
+            segments.add(walkSegment(log, cfg, f, messages));
         }
 
         Map<String, Object> out = new LinkedHashMap<>();
@@ -598,6 +565,53 @@ public final class Generator {
         out.put("messages", messages);
         Files.write(Paths.get(args.get("out")), Json.write(out).getBytes(StandardCharsets.UTF_8));
         log("inspected " + messages.size() + " records in " + segments.size() + " segments");
+    }
+
+    /** One segment walked from position 0 as RocketMQ's validator walks it: its records appended to messages,
+     * where and why the walk stopped returned (also the multi-path inspect's, MultiPath). */
+    static Map<String, Object> walkSegment(CommitLog log, MessageStoreConfig cfg, File f, List<Object> messages)
+        throws Exception {
+        byte[] data = Files.readAllBytes(f.toPath());
+        long base = Long.parseLong(f.getName());
+        Map<String, Object> seg = new LinkedHashMap<>();
+        seg.put("file", f.getName());
+        seg.put("base_offset", base);
+        seg.put("file_size", data.length);
+        int pos = 0;
+        int count = 0;
+        String stop = "end of file";
+        ByteBuffer whole = ByteBuffer.wrap(data);
+        while (true) {
+            if (pos + 8 > data.length) {
+                stop = "end of file";
+                break;
+            }
+            int total = whole.getInt(pos);
+            int magic = whole.getInt(pos + 4);
+            if (magic == 0xCBD43194) {
+                Map<String, Object> blank = new LinkedHashMap<>();
+                blank.put("file_position", pos);
+                blank.put("physical_offset", base + pos);
+                blank.put("total_size", total);
+                seg.put("blank", blank);
+                stop = "blank";
+                break;
+            }
+            ByteBuffer at = ByteBuffer.wrap(data, pos, data.length - pos).slice();
+            DispatchRequest req = Rmq.check(log, at.duplicate(), false);
+            if (!req.isSuccess() || req.getMsgSize() <= 0) {
+                stop = total == 0 && magic == 0 ? "zero"
+                    : String.format("invalid record (totalSize %d, magic 0x%08X, RocketMQ size %d)", total, magic, req.getMsgSize());
+                break;
+            }
+            messages.add(describe(log, cfg, at, req, f.getName(), base, pos));
+            count++;
+            pos += req.getMsgSize();
+        }
+        seg.put("records", count);
+        seg.put("valid_end", pos);
+        seg.put("stop_reason", stop);
+        return seg;
     }
 
     static Map<String, Object> describe(CommitLog log, MessageStoreConfig cfg, ByteBuffer at, DispatchRequest req,
