@@ -30,7 +30,7 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.store.segment_reader import SegmentReader, record_start
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
 FORMATS = ("parquet", "jsonl")
@@ -136,7 +136,8 @@ def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, ho
                 continue
             else:
                 start = covered
-        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k)):
+        for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=record_start(seg.path, start),
+                                     followed=layout.followed(k)):
             yield decoded.batch
 
 

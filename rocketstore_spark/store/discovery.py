@@ -5,6 +5,12 @@ Accepts a store root (``commitlog/``, ``consumequeue/``, ``index/``, ``checkpoin
 here: planning Spark partitions must stay cheap. Irregularities — segment sizes that differ, gaps and
 overlaps between segments, stray files — are findings, never exceptions. Each segment is opened once, for
 a few lseeks, to learn where its data ends (sparse files).
+
+A DLedger store (``dledger-<selfId>/data/``, docs/format/dledger.md) is one log of two parts, as
+``DLedgerCommitLog`` reads it: the classic segments of ``commitlog/`` below ``dividedCommitlogOffset`` (the base
+offset of the first DLedger data file; a store switched to DLedger keeps them), then the DLedger data files,
+whose records are read through their entries (``layout.entry_frame``). Classic segments at or past the divide
+are never read by RocketMQ: a finding, left out.
 """
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ from pathlib import Path
 
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.engines import Engines, Work, detect
-from rocketstore_spark.store.layout import OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
+from rocketstore_spark.store.layout import (DLEDGER_DATA, DLEDGER_PREFIX, OFFSET_NAME, StoreMap, is_regular_file,
+                                            parse_offset_name)
 
 
 @dataclass(frozen=True)
@@ -159,12 +166,12 @@ def discover(paths) -> list[StoreLayout]:
     for p in expanded:
         path = Path(os.path.abspath(p))
         try:
-            if StoreMap.of_root(path).commitlog_dir.is_dir():
+            if StoreMap.of_root(path).commitlog_dir.is_dir() or dledger_data_dirs(path):
                 layouts.append(_layout(p, StoreMap.of_root(path)))
             elif path.is_dir() and any(OFFSET_NAME.match(n) for n in os.listdir(path)):
                 layouts.append(_layout(p, StoreMap(None, path)))
             else:
-                # a store root without commitlog/ (a DLedger store) is refused by name, not as "no store"
+                # a store root without commitlog/ of an engine we do not read is refused by name, not as "no store"
                 detect(path).refuse(Work.READ_COMMITLOG)
                 raise _not_a_store(p, path)
         except PermissionError as e:
@@ -173,10 +180,21 @@ def discover(paths) -> list[StoreLayout]:
     return layouts
 
 
-def _layout(name: str, files: StoreMap) -> StoreLayout:
-    findings: list[Finding] = []
+def dledger_data_dirs(root: Path) -> list[Path]:
+    """The DLedger data directories of a store root (``dledger-<selfId>/data``): one on a DLedger broker."""
+    try:
+        names = sorted(n for n in os.listdir(root) if n.startswith(DLEDGER_PREFIX))
+    except OSError:
+        return []
+    return [root / n / DLEDGER_DATA for n in names if (root / n / DLEDGER_DATA).is_dir()]
+
+
+def _segments(directory: Path, findings: list[Finding]) -> list[Segment]:
+    """The segment files of one directory, in offset order; stray entries are findings."""
     segments: list[Segment] = []
-    for entry in sorted(os.scandir(files.commitlog_dir), key=lambda e: e.name):
+    if not directory.is_dir():
+        return segments
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
         base_offset = parse_offset_name(entry.name)
         if not is_regular_file(entry.path):
             findings.append(finding("store.stray_entry", entry.path, None,
@@ -188,6 +206,34 @@ def _layout(name: str, files: StoreMap) -> StoreLayout:
         else:
             size = os.stat(entry.path).st_size
             segments.append(Segment(entry.path, base_offset, size, *probe(entry.path, size)))
+    return segments
+
+
+def _dledger_log(files: StoreMap, classic: list[Segment], findings: list[Finding]) -> list[Segment]:
+    """One log of a DLedger store: the classic segments below the divide, then the DLedger data files (one
+    data directory; with several — which self id is this broker? — the classic segments only, and the engine
+    stays refused)."""
+    data_dirs = dledger_data_dirs(files.root) if files.root is not None else []
+    if len(data_dirs) != 1:
+        return classic
+    entries = _segments(data_dirs[0], findings)
+    if not entries:
+        return classic
+    divide = entries[0].base_offset
+    for seg in classic:
+        if seg.base_offset >= divide:
+            findings.append(finding("commitlog.beyond_divide", seg.path, None,
+                                    f"a classic segment at or past dividedCommitlogOffset {divide} (the first DLedger "
+                                    "data file): RocketMQ reads DLedger's data there, never this file (left out)",
+                                    divided_commitlog_offset=divide))
+    return [seg for seg in classic if seg.base_offset < divide] + entries
+
+
+def _layout(name: str, files: StoreMap) -> StoreLayout:
+    findings: list[Finding] = []
+    segments = _segments(files.commitlog_dir, findings)
+    if files.root is not None:
+        segments = _dledger_log(files, segments, findings)
     sizes = Counter(s.size for s in segments if s.size > 0)
     segment_size = sizes.most_common(1)[0][0] if sizes else None
     for prev, seg in zip(segments, segments[1:]):
