@@ -238,7 +238,8 @@ class SegmentReader:
         head = bytes(buf[p:p + commitlog.DLEDGER_HEADER])
         fields = dict(zip(("entry_magic", "entry_size", "entry_index", "entry_term", "entry_pos"),
                           struct.unpack(">iiqqq", head[:32]))) if len(head) >= 32 else {}
-        self._report(stop.check, pos, f"DLedger entry: {stop.describe}", **fields)
+        what = stop.describe if stop == Stop.BAD_ENTRY else f"DLedger entry: {stop.describe}"
+        self._report(stop.check, pos, what, **fields)
 
     def _stopped(self, stop: Stop, position: int | None) -> None:
         """The first end or damage of the range is where RocketMQ's walk would stop: it stays the result's."""
