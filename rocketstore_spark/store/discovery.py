@@ -23,8 +23,8 @@ from pathlib import Path
 
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.engines import Engines, Work, detect
-from rocketstore_spark.store.layout import (DLEDGER_DATA, DLEDGER_PREFIX, OFFSET_NAME, StoreMap, is_regular_file,
-                                            parse_offset_name)
+from rocketstore_spark.store.dledger import dledger_dirs
+from rocketstore_spark.store.layout import DLEDGER_DATA, OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
 
 
 @dataclass(frozen=True)
@@ -182,11 +182,7 @@ def discover(paths) -> list[StoreLayout]:
 
 def dledger_data_dirs(root: Path) -> list[Path]:
     """The DLedger data directories of a store root (``dledger-<selfId>/data``): one on a DLedger broker."""
-    try:
-        names = sorted(n for n in os.listdir(root) if n.startswith(DLEDGER_PREFIX))
-    except OSError:
-        return []
-    return [root / n / DLEDGER_DATA for n in names if (root / n / DLEDGER_DATA).is_dir()]
+    return [d / DLEDGER_DATA for d in dledger_dirs(root) if (d / DLEDGER_DATA).is_dir()]
 
 
 def _segments(directory: Path, findings: list[Finding]) -> list[Segment]:

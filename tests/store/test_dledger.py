@@ -258,3 +258,22 @@ def test_damage_in_a_big_data_file_is_found_and_read_past(big_data_file, tmp_pat
     assert np.array_equal(read, np.delete(records, len(records) // 2))
     (bad,) = [f for f in reader.result.findings if f.check == "commitlog.bad_entry"]
     assert bad.file_position == victim and bad.evidence["entry_index"] == len(records) // 2
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_index_units_and_checkpoint_are_dledgers(scenario):
+    """The index files as DLedger wrote them: one unit per entry on disk (DLedger's recovery on the copy may have
+    truncated its own view: corrupt-entry), each naming its entry as get(index) does; the checkpoint's
+    endIndex/committedIndex as the manifest read them before the restart."""
+    from rocketstore_spark.store.dledger import dledger_dirs, read_index_units, read_properties
+    m = manifest(scenario)
+    (directory,) = dledger_dirs(store(scenario))
+    units = np.concatenate([u for _, u, _ in read_index_units(directory)])
+    entries = m["entries"]
+    assert len(units) >= len(entries)
+    got = [(int(u["magic"]), int(u["pos"]), int(u["size"]), int(u["index"]), int(u["term"])) for u in units]
+    assert got[:len(entries)] == [(e["magic"], e["pos"], e["size"], e["index"], e["term"]) for e in entries]
+    assert [g[3] for g in got] == list(range(len(got)))
+    assert read_properties(directory / "checkpoint") == m["dledger_checkpoint"]
+    if scenario in INTACT:
+        assert len(units) == len(entries)
