@@ -134,13 +134,14 @@ class Engines:
                 + ", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
                   "were RocketMQ's classic file store")
 
-    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str) -> None:
+    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, read: bool = False) -> None:
+        """One engine found; ``read``: an engine we read (its finding a warning naming what is still refused)."""
         self.engines.append(Engine(name, evidence, refuses))
         what = ", ".join(sorted(w.value for w in refuses))
-        read = ", ".join(sorted(w.value for w in _EVERYTHING - refuses))
-        if read:                        # an engine we read in part: a warning, the rest refused
+        if read:
+            done = ", ".join(sorted(w.value for w in _EVERYTHING - refuses))
             self.findings.append(finding("store.partial_engine", str(file), None,
-                                         f"{name} ({evidence}): we {read}; not mirrored yet, so refused: {what}",
+                                         f"{name} ({evidence}): we {done}; not mirrored yet, so refused: {what}",
                                          engine=name, evidence=evidence))
             return
         self.findings.append(finding("store.unsupported_engine", str(file), None,
@@ -172,7 +173,8 @@ def _from_files(root: Path, out: Engines) -> None:
             several = len(dledger) > 1 or not (path / "data").is_dir()
             out.add("DLedger CommitLog", f"{name}/{switched}" + (
                     f" (one of {len(dledger)} dledger-* directories: which is this broker's?)" if len(dledger) > 1
-                    else " (no data/ directory)" if several else ""), _EVERYTHING if several else _DLEDGER_WORK, path)
+                    else " (no data/ directory)" if several else ""), _EVERYTHING if several else _DLEDGER_WORK, path,
+                    read=not several)
         elif name not in KNOWN_ROOT_ENTRIES and not name.startswith(".") and name not in NOT_STORE_ENTRIES:
             out.findings.append(finding("store.unknown_entry", str(path), None,
                                         "not a file or directory of any RocketMQ store engine we know (left alone)"))
