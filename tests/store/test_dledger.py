@@ -14,7 +14,7 @@ import pytest
 
 from rocketstore_spark.codec import commitlog
 from rocketstore_spark.codec.decoder import RecordDecoder
-from rocketstore_spark.lookup.dump import segment_rows
+from rocketstore_spark.lookup.dump import file_kind, segment_rows
 from rocketstore_spark.lookup.query import record_at
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.engines import UnsupportedStore, Work
@@ -174,6 +174,9 @@ def test_a_record_is_found_by_its_physical_offset():
     seg = layout.segments[1]
     dumped = segment_rows(seg.path, start=sorted(rows)[-5], count=0)
     assert [r["physical_offset"] for r in dumped.rows] == sorted(rows)[-5:]
+    assert file_kind(seg.path) == "commitlog"
+    with pytest.raises(ValueError, match="a DLedger index file; only its data/ files"):
+        file_kind(str(store("clean") / "dledger-n0" / "index" / f"{0:020d}"))     # not an IndexFile
 
 
 def test_the_queues_are_rocketmqs_and_point_at_the_records():
