@@ -280,3 +280,18 @@ def test_the_index_units_and_checkpoint_are_dledgers(scenario):
     assert read_properties(directory / "checkpoint") == m["dledger_checkpoint"]
     if scenario in INTACT:
         assert len(units) == len(entries)
+
+
+def test_a_classic_segment_past_the_divide_is_a_finding_and_left_out(tmp_path):
+    """RocketMQ reads offsets from dividedCommitlogOffset on from DLedger's data, never from commitlog/."""
+    from tests.store_files import copy_store
+    copied = copy_store(store("switched"), tmp_path / "store")
+    stray = copied / "commitlog" / f"{65536:020d}"
+    stray.write_bytes((copied / "dledger-n0" / "data" / f"{65536:020d}").read_bytes())
+    layout = discover(str(copied))[0]
+    (f,) = [f for f in layout.findings if f.check == "commitlog.beyond_divide"]
+    assert f.file == str(stray) and f.evidence["divided_commitlog_offset"] == 65536
+    assert str(stray) not in [s.path for s in layout.segments]
+    rows, _ = table("switched")
+    t, _ = read_table(str(copied), columns=("queue_offset",))
+    assert t["physical_offset"].to_pylist() == sorted(rows)
