@@ -58,6 +58,21 @@ CATALOGUE: tuple[Check, ...] = (
           "BODYLENGTH, TOPICLENGTH and PROPERTIESLENGTH do not add up to TOTALSIZE (a torn or overwritten record)",
           "recovery stops (a \"half message\"); the dispatcher skips the record (docs/format/commitlog.md)",
           "finding; resynchronise"),
+    Check("commitlog.bad_entry", _E, RECORDS,
+          "a DLedger entry (`dledger-*/data/`) whose 48-byte header does not frame its record: size not "
+          "48 + body length, the record not filling the body, the zero size of a non-zero magic, or the entry's pos "
+          "not the record's PHYSICALOFFSET - 48 (docs/format/dledger.md); a bad entry magic is `commitlog.bad_magic`, "
+          "an impossible entry size `commitlog.bad_length`",
+          "DLedger's recovery (`DLedgerMmapFileStore.recover`) stops at the first entry whose magic, size, body "
+          "length, pos, index or term does not check and truncates the data and index files there",
+          "finding at the entry start with its magic, size, index, term and pos; the reader resynchronises on the "
+          "next entry start and reads on"),
+    Check("commitlog.beyond_divide", _W, LAYOUT,
+          "a classic `commitlog/` segment of a DLedger store at or past `dividedCommitlogOffset` (the base offset of "
+          "the first DLedger data file)",
+          "DLedgerCommitLog reads offsets below the divide from `commitlog/`, the rest from DLedger's data: the "
+          "file is never read",
+          "finding; the segment is left out of the log"),
     Check("commitlog.record_too_large", _E, RECORDS,
           "TOTALSIZE above the reader's `maxRecordSize` (default 64 MiB; RocketMQ writes at most "
           "maxMessageSize + 64 KiB)",
@@ -224,6 +239,14 @@ CATALOGUE: tuple[Check, ...] = (
           "finding naming the evidence; the work the engine would make wrong (reading the CommitLog or queues, "
           "queue checks, a rebuild, a recovery verdict, a repair) is refused with a one-line message rather than "
           "answered as for a classic store"),
+    Check("store.partial_engine", _W, LAYOUT,
+          "the store was written with an engine we read but whose own recovery or rebuild we do not mirror yet: a "
+          "DLedger CommitLog (`dledger-<selfId>/data/`) is read through its entries, its old `commitlog/` up to the "
+          "divide, its ConsumeQueues and config as classic files",
+          "RocketMQ recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "
+          "`DLedgerCommitLog`'s dispatch; docs/format/dledger.md)",
+          "finding naming the evidence and what is read; queue and index checks against the log, a rebuild, a "
+          "recovery verdict and a repair are refused with a one-line message"),
     Check("scrub.segment_changed", _W, RECORDS,
           "a CommitLog segment's bytes differ from the scrub's last record of them (a digest of sampled blocks) "
           "while its size and modification time are the same",

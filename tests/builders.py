@@ -102,3 +102,35 @@ def template_end(segment: np.ndarray, positions: np.ndarray) -> int:
 def tile_copies(segment: np.ndarray, positions: np.ndarray, segment_size: int) -> int:
     """How many copies of the template's records ``tiled_segment_chunks`` puts in a segment of that size."""
     return (segment_size - 8) // template_end(segment, positions)
+
+
+DLEDGER_HEADER = 48
+
+
+def dledger_segment(segment: np.ndarray, positions: np.ndarray, segment_size: int, base_offset: int = 0,
+                    first_index: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """A DLedger data file (docs/format/dledger.md) of ``segment_size`` bytes holding the records of a classic
+    template segment, each framed in a 48-byte entry (magic 1, size, index from ``first_index``, term 0, pos,
+    channel and CRCs 0, body length) with its PHYSICALOFFSET rewritten to pos + 48, as many as fit before the
+    8 bytes DLedger keeps for its blank (magic -1, bytes left), which closes the file: (bytes, record positions,
+    entries written)."""
+    end = template_end(segment, positions)
+    sizes = np.diff(np.append(positions, end))
+    entry_ends = np.cumsum(sizes + DLEDGER_HEADER)
+    n = int(np.searchsorted(entry_ends, segment_size - 8, side="right"))
+    starts = np.concatenate([[0], entry_ends[:n - 1]]).astype(np.int64)
+    headers = np.zeros((n, DLEDGER_HEADER), dtype=np.uint8)
+    fields = np.zeros(n, dtype=[("magic", ">i4"), ("size", ">i4"), ("index", ">i8"), ("term", ">i8"), ("pos", ">i8"),
+                                ("channel", ">i4"), ("chain_crc", ">i4"), ("body_crc", ">i4"), ("length", ">i4")])
+    fields["magic"], fields["size"], fields["length"] = 1, sizes[:n] + DLEDGER_HEADER, sizes[:n]
+    fields["index"], fields["pos"] = first_index + np.arange(n), base_offset + starts
+    headers[:] = np.frombuffer(fields.tobytes(), dtype=np.uint8).reshape(n, DLEDGER_HEADER)
+    records = starts + DLEDGER_HEADER
+    bodies = np.split(segment[:int(positions[n - 1] + sizes[n - 1])], positions[1:n])
+    out = np.zeros(segment_size, dtype=np.uint8)
+    framed = np.concatenate([part for pair in zip(headers, bodies) for part in pair])
+    out[:len(framed)] = framed
+    rebased = rebase_segment(out, records, base_offset)
+    tail = int(entry_ends[n - 1])
+    rebased[tail:tail + 8] = np.frombuffer(struct.pack(">ii", -1, segment_size - tail), dtype=np.uint8)
+    return rebased, records, n

@@ -69,24 +69,27 @@ LANE_ROWS = 1 << 16
 
 @numba.njit(cache=True, nogil=True)
 def audit_walk(buf, buf_file_pos, file_end, base_offset, start, limit, check_crc, check_props, check_times,
-               state, out, counts, prop_failures):
+               state, out, counts, prop_failures, frame=0):
     """Audit the records from file position ``start`` while the record start is < ``limit``, hopping by
     TOTALSIZE. ``buf`` holds file bytes [buf_file_pos, buf_file_pos + len(buf)), ``file_end`` is the file
     size. Each valid record goes through ``_audit_record``. Returns (records, next_position, Stop) as
-    ``commitlog.walk``; a full ``out`` row ends the call with LIMIT."""
+    ``commitlog.walk``; a full ``out`` row ends the call with LIMIT. ``frame``: a DLedger segment's entry header
+    (``commitlog.check_record``): records are audited at their own positions, the walk hops by entries."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
     _start_call(counts)
     cap = out.shape[1]
     pos = start
     while pos < limit and counts[O_CRC] < cap and counts[O_MISPLACED] < cap and counts[O_KEEP] < cap - 1:
-        stop, total, body_pos, body_len, props_len = commitlog.check_record(buf, buf_file_pos, buf_end, file_end, pos)
+        stop, total, body_pos, body_len, props_len = commitlog.check_record(buf, buf_file_pos, buf_end, file_end, pos,
+                                                                            frame)
         if stop != NO_STOP:
             _keep_last(out, counts)
             return counts[C_RECORDS], pos, stop
-        _audit_record(buf, pos - buf_file_pos, pos, base_offset, total, body_pos, body_len, props_len, check_crc,
-                      check_props, check_times, state, out, counts, prop_failures)
-        pos += total
+        record = pos + frame
+        _audit_record(buf, record - buf_file_pos, record, base_offset, total, body_pos, body_len, props_len,
+                      check_crc, check_props, check_times, state, out, counts, prop_failures)
+        pos = record + total
     _keep_last(out, counts)
     return counts[C_RECORDS], pos, STOP_LIMIT
 
@@ -101,7 +104,7 @@ def audit_positions(buf, buf_file_pos, base_offset, positions, n, check_props, c
     _start_call(counts)
     for i in range(n):
         pos = positions[i]
-        _, total, body_pos, body_len, props_len = commitlog.check_record(buf, buf_file_pos, buf_end, buf_end, pos)
+        _, total, body_pos, body_len, props_len = commitlog.check_record(buf, buf_file_pos, buf_end, buf_end, pos, 0)
         _audit_record(buf, pos - buf_file_pos, pos, base_offset, total, body_pos, body_len, props_len, False,
                       check_props, check_times, state, out, counts, prop_failures)
     _keep_last(out, counts)
@@ -199,6 +202,10 @@ class AuditDecoder:
     ``__CRC32#`` positions to keep (all are counted). With ``check_crc`` every call is one ``audit_walk``;
     without it, clean regions are walked as interleaved lanes (``commitlog.walk_lanes``) first."""
 
+    #: bytes of DLedger entry header before each record of the segment being read (0: a classic segment); set by
+    #: ``store.segment_reader.SegmentReader`` for each range it reads (``commitlog.check_record``)
+    frame = 0
+
     def __init__(self, *, check_crc: bool = True, check_properties_crc: bool = False, check_times: bool = False,
                  prop_failure_limit: int = 20, now_ms: int = 0):
         self.check_crc, self.check_props, self.check_times = check_crc, check_properties_crc, check_times
@@ -241,7 +248,7 @@ class AuditDecoder:
         else:
             n, next_pos, stop = audit_walk(window, window_position, file_size, base_offset, start, limit,
                                            self.check_crc, self.check_props, self.check_times, self.state, out,
-                                           counts, self._prop_failures)
+                                           counts, self._prop_failures, self.frame)
         c_crc, c_mis, c_keep = int(counts[O_CRC]), int(counts[O_MISPLACED]), int(counts[O_KEEP])
         return Audited(None, out[O_KEEP, :c_keep].copy(), None, int(next_pos), Stop(stop),
                        out[O_MISPLACED, :c_mis].copy(), out[O_STORED, :c_mis].copy(), out[O_CRC, :c_crc].copy(),
@@ -253,7 +260,8 @@ class AuditDecoder:
         lanes, rows, lane_counts = commitlog.LANES, LANE_ROWS // commitlog.LANES, self._lane_counts
         found = self._positions
         count, next_pos, stop = commitlog.walk_lanes(window, window_position, file_size, base_offset, start,
-                                                     min(limit, start + LANE_REGION), lanes, rows, lane_counts, found)
+                                                     min(limit, start + LANE_REGION), lanes, rows, lane_counts, found,
+                                                     self.frame)
         if count < 0:
             if lane_counts.max() >= rows:
                 self.lanes = False              # records this small: lanes are not worth retrying in this range

@@ -27,6 +27,13 @@ and 20 for IPv6, chosen by SYSFLAG bits 0x10 / 0x20)::
 A BLANK record writes only TOTALSIZE (= bytes to the end of the file) and the magic; the rest of the file
 is undefined. Records never span files.
 
+A DLedger CommitLog (``dledger-<selfId>/data/``, docs/format/dledger.md) frames every record in a 48-byte entry
+header: magic 1, size (= 48 + record), index, term, pos (the entry's own physical offset), channel, chain CRC,
+body CRC (both written 0), body length; a record's PHYSICALOFFSET is its entry's pos + 48. Its end-of-file
+blank is magic -1 and the bytes left. The walk takes such a segment with ``frame`` = 48 (0: a classic one):
+it checks each entry header as DLedger's recovery does, then the record inside it as RocketMQ does, returns
+the *record's* position and hops by the entry's size.
+
 This module is pure (numpy buffers in, numpy arrays out) and compiled with numba. ``walk`` hops record to
 record by TOTALSIZE and validates each header the way RocketMQ's ``checkMessageAndReturnSize`` does
 structurally (magic, bounds, length formula; the CRC is a separate column, never a reason to stop);
@@ -48,6 +55,11 @@ MAGIC_V1 = -626843481          # 0xDAA320A7
 MAGIC_V2 = -626843477          # 0xDAA320AB
 BLANK_MAGIC = -875286124       # 0xCBD43194
 MIN_RECORD_SIZE = 91           # v1, IPv4 hosts, empty body/topic/properties
+DLEDGER_HEADER = 48            # DLedgerEntry.BODY_OFFSET: the entry header before the record (frame)
+DLEDGER_MAGIC = 1              # DLedgerMmapFileStore.CURRENT_MAGIC
+DLEDGER_BLANK_MAGIC = -1       # MmapFileList.BLANK_MAGIC_CODE: the rest of the data file is unused
+DLEDGER_POS = 24               # DLedgerEntry.POS_OFFSET: the entry's own physical offset (int64)
+DLEDGER_BODY_LENGTH = 44       # int32: size - 48
 HOST_V4 = 8                    # 4-byte address + int32 port
 HOST_V6 = 20                   # 16-byte address + int32 port
 # fixed positions inside a record
@@ -101,6 +113,7 @@ STOP_DAMAGE = 10
 STOP_BAD_MAGIC = 10
 STOP_BAD_LENGTH = 11
 STOP_LENGTH_MISMATCH = 12
+STOP_BAD_ENTRY = 13            # a DLedger entry header that does not frame its record
 NO_STOP = -1                   # check_record: a valid record
 
 
@@ -114,6 +127,7 @@ class Stop(IntEnum):
     BAD_MAGIC = STOP_BAD_MAGIC          # neither a message magic nor BLANK
     BAD_LENGTH = STOP_BAD_LENGTH        # TOTALSIZE below the minimum or beyond the end of the file
     LENGTH_MISMATCH = STOP_LENGTH_MISMATCH  # the inner lengths do not add up to TOTALSIZE ("half message")
+    BAD_ENTRY = STOP_BAD_ENTRY          # DLedger: entry size, body length, pos or the record inside disagree
 
     @property
     def is_damage(self) -> bool:
@@ -138,6 +152,7 @@ _DESCRIPTIONS = {
     Stop.BAD_MAGIC: "bad magic code",
     Stop.BAD_LENGTH: "impossible TOTALSIZE",
     Stop.LENGTH_MISMATCH: "field lengths do not add up to TOTALSIZE (truncated or corrupt record)",
+    Stop.BAD_ENTRY: "DLedger entry header does not frame its record (size, body length or pos)",
 }
 
 
@@ -204,10 +219,57 @@ def layout(buf, p, total, magic):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def check_record(buf, buf_file_pos, buf_end, file_end, pos):
+def check_record(buf, buf_file_pos, buf_end, file_end, pos, frame):
     """Check the record at file position ``pos`` the way RocketMQ does structurally: (stop, total, body_pos,
     body_len, props_len) with stop = NO_STOP for a valid record lying wholly in the buffer (spans relative to
-    its start, as ``layout``), else the Stop code and zeros."""
+    its start, as ``layout``), else the Stop code and zeros. ``frame`` > 0 (DLedger): ``pos`` is an entry,
+    checked as DLedger's recovery checks it (``check_entry``), whose record at ``pos + frame`` must fill it;
+    the spans are then relative to the record and the entry's size is ``total + frame``."""
+    if frame == 0:
+        return _check_plain(buf, buf_file_pos, buf_end, file_end, pos)
+    stop, size = check_entry(buf, buf_file_pos, buf_end, file_end, pos)
+    if stop != NO_STOP:
+        return stop, 0, 0, 0, 0
+    stop, total, body_pos, body_len, props_len = _check_plain(buf, buf_file_pos, buf_end, pos + size, pos + frame)
+    if stop == STOP_NEED_MORE:
+        return stop, 0, 0, 0, 0
+    p = pos - buf_file_pos
+    if stop != NO_STOP or total + frame != size or \
+            be64(buf, p + DLEDGER_POS) + frame != be64(buf, p + frame + POS_PHYSICAL_OFFSET):
+        return STOP_BAD_ENTRY, 0, 0, 0, 0
+    return NO_STOP, total, body_pos, body_len, props_len
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def check_entry(buf, buf_file_pos, buf_end, file_end, pos):
+    """The DLedger entry header at file position ``pos``, as ``DLedgerMmapFileStore.recover`` reads it: (stop,
+    size). Magic -1 is the data file's blank (its end), a zero size the end of the written data; else the magic
+    must be 1, the size more than the 48-byte header and within the file, and the body length size - 48."""
+    if pos + 8 > file_end:
+        return STOP_END_OF_FILE, 0
+    if pos + 8 > buf_end:
+        return STOP_NEED_MORE, 0
+    p = pos - buf_file_pos
+    magic = be32(buf, p)
+    size = be32(buf, p + 4)
+    if magic == DLEDGER_BLANK_MAGIC:
+        return STOP_BLANK, 0
+    if size == 0:
+        return (STOP_ZERO if magic == 0 else STOP_BAD_ENTRY), 0
+    if magic != DLEDGER_MAGIC:
+        return STOP_BAD_MAGIC, 0
+    if size <= DLEDGER_HEADER or pos + size > file_end:
+        return STOP_BAD_LENGTH, 0
+    if pos + DLEDGER_HEADER > buf_end:
+        return STOP_NEED_MORE, 0
+    if be32(buf, p + DLEDGER_BODY_LENGTH) + DLEDGER_HEADER != size:
+        return STOP_BAD_ENTRY, 0
+    return NO_STOP, size
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _check_plain(buf, buf_file_pos, buf_end, file_end, pos):
+    """``check_record`` of a classic record (no entry frame)."""
     if pos + 8 > file_end:
         return STOP_END_OF_FILE, 0, 0, 0, 0
     if pos + 8 > buf_end:
@@ -230,10 +292,10 @@ def check_record(buf, buf_file_pos, buf_end, file_end, pos):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _record(buf, buf_file_pos, buf_end, file_end, pos):
-    """``check_record`` without the spans: (stop, total)."""
-    stop, total, _, _, _ = check_record(buf, buf_file_pos, buf_end, file_end, pos)
-    return stop, total
+def _record(buf, buf_file_pos, buf_end, file_end, pos, frame):
+    """``check_record`` without the spans: (stop, bytes to the next record or entry)."""
+    stop, total, _, _, _ = check_record(buf, buf_file_pos, buf_end, file_end, pos, frame)
+    return stop, total + frame
 
 
 @numba.njit(cache=True, nogil=True)
@@ -247,7 +309,7 @@ def check_records(buf, buf_file_pos, file_end, positions, out_stop):
         pos = positions[i]
         stop = STOP_NEED_MORE
         if pos >= buf_file_pos:
-            stop, _ = _record(buf, buf_file_pos, buf_end, file_end, pos)
+            stop, _ = _record(buf, buf_file_pos, buf_end, file_end, pos, 0)
         out_stop[i] = stop
         if stop != NO_STOP:
             failed += 1
@@ -259,10 +321,11 @@ TILE_FULL = -2                 # walk_span: it walked as many records, or bytes,
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_count, used, max_bytes, stop_used, out_pos,
-              stream, fetched):
+              stream, fetched, frame):
     """The walk itself (``walk``), from ``pos`` with ``count`` records walked and ``used`` bytes so far, until
-    ``count`` reaches ``stop_count`` or ``used`` reaches ``stop_used`` (then stop = TILE_FULL). Returns (count,
-    next_position, stop, used, fetched)."""
+    ``count`` reaches ``stop_count`` or ``used`` reaches ``stop_used`` (then stop = TILE_FULL). ``frame``: the
+    DLedger entry header before each record (0: none); ``out_pos`` gets record positions, the walk hops by
+    entries. Returns (count, next_position, stop, used, fetched)."""
     while True:
         if pos >= limit or (count > 0 and used >= max_bytes):
             return count, pos, STOP_LIMIT, used, fetched
@@ -273,17 +336,17 @@ def walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count, stop_coun
             while fetched < ahead:
                 native.prefetch(buf, fetched)
                 fetched += 64
-        stop, total = _record(buf, buf_file_pos, buf_end, file_end, pos)
+        stop, total = _record(buf, buf_file_pos, buf_end, file_end, pos, frame)
         if stop != NO_STOP:
             return count, pos, stop, used, fetched
-        out_pos[count] = pos
+        out_pos[count] = pos + frame
         count += 1
         used += total
         pos += total
 
 
 @numba.njit(cache=True, nogil=True)
-def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream=0):
+def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream=0, frame=0):
     """Hop from file position ``start`` by TOTALSIZE while the record start is < ``limit``, checking each
     record; the file positions of valid records go to ``out_pos`` (decode them with ``decode_header``, or
     walk with ``tiles.walk_tiles``).
@@ -296,7 +359,8 @@ def walk(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_
     """
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     count, pos, stop, _, _ = walk_span(buf, buf_file_pos, buf_file_pos + buf.shape[0], file_end, start, limit, 0,
-                                        max_records, 0, max_bytes, 1 << 62, out_pos, stream, start - buf_file_pos)
+                                        max_records, 0, max_bytes, 1 << 62, out_pos, stream, start - buf_file_pos,
+                                        frame)
     return count, pos, (STOP_LIMIT if stop == TILE_FULL else stop)
 
 
@@ -306,7 +370,7 @@ LANE_RESYNC_SCAN = 64 << 10       # how far a lane looks for its first record st
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, lane_rows, lane_counts, out_pos):
+def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, lane_rows, lane_counts, out_pos, frame=0):
     """``walk`` over the rest of the buffer as ``lanes`` interleaved hops. A walk is bound by memory latency
     (each hop needs the TOTALSIZE it just loaded); independent lanes overlap those waits.
 
@@ -327,7 +391,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
     starts[0] = start
     for k in range(1, lanes):
         cut = start + (region_end - start) * k // lanes
-        s = resync(buf, buf_file_pos, base_offset, cut, min(cut + LANE_RESYNC_SCAN, region_end))
+        s = resync(buf, buf_file_pos, base_offset, cut, min(cut + LANE_RESYNC_SCAN, region_end), frame)
         if s < 0:
             return -1, start, STOP_LIMIT
         starts[k] = s
@@ -348,7 +412,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
                 continue
             if lane_counts[k] >= lane_rows:
                 return -1, start, STOP_LIMIT
-            stop, total = _record(buf, buf_file_pos, buf_end, file_end, q)
+            stop, total = _record(buf, buf_file_pos, buf_end, file_end, q, frame)
             if stop != NO_STOP:
                 if last and stop < STOP_DAMAGE:      # NEED_MORE, BLANK, zero fill, end of file
                     last_stop = stop
@@ -356,7 +420,7 @@ def walk_lanes(buf, buf_file_pos, file_end, base_offset, start, limit, lanes, la
                     active -= 1
                     continue
                 return -1, start, STOP_LIMIT
-            out_pos[k * lane_rows + lane_counts[k]] = q
+            out_pos[k * lane_rows + lane_counts[k]] = q + frame
             lane_counts[k] += 1
             pos[k] = q + total
     for k in range(lanes - 1):
@@ -530,16 +594,18 @@ class HeaderColumns:
 
 
 @numba.njit(cache=True, nogil=True)
-def resync(buf, buf_file_pos, base_offset, start, stop_at):
+def resync(buf, buf_file_pos, base_offset, start, stop_at, frame=0):
     """First file position p in [start, stop_at) where a record plausibly starts: a message magic at p+4
     and a stored PHYSICALOFFSET at p+28 equal to base_offset + p. Returns -1 if none in the buffer.
+    ``frame`` > 0 (DLedger): p is an entry start instead — its record at p + frame found so, and the entry's
+    magic and pos (= base_offset + p) in front of it.
 
     Candidates are found with memchr on the magic's first byte (0xDA, shared by both message magics), so
     zero fill and other data without that byte are skipped at memory speed."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
-    last = min(stop_at, buf_end - 36)
-    p = max(start, buf_file_pos)
+    last = min(stop_at + frame, buf_end - 36)
+    p = max(start, buf_file_pos) + frame
     data = buf.ctypes.data
     while p < last:
         i = p - buf_file_pos
@@ -552,6 +618,11 @@ def resync(buf, buf_file_pos, base_offset, start, stop_at):
             if be64(buf, i + POS_PHYSICAL_OFFSET) == base_offset + p:
                 total = be32(buf, i)
                 if total >= MIN_RECORD_SIZE:
-                    return p
+                    if frame == 0:
+                        return p
+                    e = i - frame
+                    if be32(buf, e) == DLEDGER_MAGIC and be64(buf, e + DLEDGER_POS) == base_offset + p - frame \
+                            and be32(buf, e + 4) == total + frame:
+                        return p - frame
         p += 1
     return -1

@@ -143,6 +143,10 @@ class RecordDecoder:
     types; the batches then carry them.
     """
 
+    #: bytes of DLedger entry header before each record of the segment being read (0: a classic segment); set by
+    #: ``store.segment_reader.SegmentReader`` for each range it reads (``commitlog.check_record``)
+    frame = 0
+
     def __init__(self, columns: Sequence[str], *, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS,
                  batch_rows: int | None = None, batch_bytes: int | None = None, lanes: int | None = None,
                  extra_fields: Sequence[str] = (), check_crc: bool = False, fixed_width: bool | None = None,
@@ -220,7 +224,7 @@ class RecordDecoder:
         if self.lanes > 1:
             count, next_pos, stop = commitlog.walk_lanes(window, window_position, file_size, base_offset, start,
                                                          limit, self.lanes, self._lane_rows, self._lane_counts,
-                                                         positions)
+                                                         positions, self.frame)
             if count < 0 and self._lane_counts.max() >= self._lane_rows:
                 # a lane ran out of room: records this small make lanes not worth retrying for this decoder
                 self.lanes = 1
@@ -234,7 +238,8 @@ class RecordDecoder:
             body_offsets, body_data, body_ok, arena = self._body_buffers()
             count, next_pos, stop, body_data = tiles.walk_tiles(
                 window, window_position, file_size, start, limit, self.batch_rows, self.batch_bytes, positions,
-                self.stream, header.want, header.arrays, self._gather_bodies, body_offsets, body_data, body_ok)
+                self.stream, header.want, header.arrays, self._gather_bodies, body_offsets, body_data, body_ok,
+                self.frame)
             header.cut(count)
             if self._gather_bodies:
                 used = int(body_offsets[count])

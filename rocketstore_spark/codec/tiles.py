@@ -26,12 +26,13 @@ TILE_BYTES = 64 << 10
 
 @numba.njit(cache=True, nogil=True)
 def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream, want, out,
-               bodies, body_offsets, body_data, body_ok):
+               bodies, body_offsets, body_data, body_ok, frame=0):
     """``commitlog.walk`` from ``start``, and for each tile of records walked: their header fields into ``out``
     (``decode_header``; arrays at least ``max_records`` long) and, with ``bodies`` (``want`` then includes
     body_pos, body_len and body_crc), their bodies appended to ``body_data`` at ``body_offsets`` (int32, length
     max_records + 1) with ``body_ok[r]``: does the copy's CRC match BODYCRC (an empty body passes, as in
-    RocketMQ). ``body_data`` grows (doubling) when a batch's bodies outgrow it. Returns (count,
+    RocketMQ). ``body_data`` grows (doubling) when a batch's bodies outgrow it. ``frame``: a DLedger segment's
+    entry header (``commitlog.walk_span``). Returns (count,
     next_position, Stop, body_data)."""
     buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
     buf_end = buf_file_pos + buf.shape[0]
@@ -46,7 +47,7 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
         first = count
         count, pos, stop, used, fetched = walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
                                                      min(count + TILE_RECORDS, max_records), used, max_bytes,
-                                                     used + TILE_BYTES, out_pos, stream, fetched)
+                                                     used + TILE_BYTES, out_pos, stream, fetched, frame)
         if count > first:
             decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
             if bodies:

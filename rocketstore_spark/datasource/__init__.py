@@ -59,10 +59,12 @@ def sources() -> tuple:
                                                             TopicsDataSource)
     from rocketstore_spark.datasource.consumequeue import ConsumeQueueDataSource
     from rocketstore_spark.datasource.consumer_offsets import ConsumerOffsetsDataSource
+    from rocketstore_spark.datasource.dledger import DLedgerCheckpointDataSource, DLedgerIndexDataSource
     from rocketstore_spark.datasource.index import IndexDataSource, IndexHeaderDataSource
     from rocketstore_spark.datasource.segments import SegmentsDataSource
     from rocketstore_spark.datasource.system_topics import (DelayedPendingDataSource, RetriesDataSource,
                                                             TransactionsDataSource)
     return (RocketMQDataSource, SegmentsDataSource, ConsumeQueueDataSource, IndexDataSource, IndexHeaderDataSource,
             CheckpointDataSource, ConsumerOffsetsDataSource, TopicsDataSource, SubscriptionGroupsDataSource,
-            DelayOffsetsDataSource, DelayedPendingDataSource, TransactionsDataSource, RetriesDataSource)
+            DelayOffsetsDataSource, DelayedPendingDataSource, TransactionsDataSource, RetriesDataSource,
+            DLedgerIndexDataSource, DLedgerCheckpointDataSource)

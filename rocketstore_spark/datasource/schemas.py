@@ -51,6 +51,16 @@ CHECKPOINT_SCHEMA = ", ".join([
     "min_timestamp TIMESTAMP", "min_timestamp_index TIMESTAMP",
 ])
 
+# DLedger's own files (docs/format/dledger.md): an index unit per row; the checkpoint and currterm per directory
+DLEDGER_INDEX_SCHEMA = ", ".join([
+    "store STRING", "self_id STRING", "file STRING", "file_position BIGINT", "unit BIGINT", "magic INT", "pos BIGINT",
+    "size INT", "entry_index BIGINT", "term BIGINT",
+])
+DLEDGER_CHECKPOINT_SCHEMA = ", ".join([
+    "store STRING", "self_id STRING", "end_index BIGINT", "committed_index BIGINT", "current_term BIGINT",
+    "vote_leader STRING", "checkpoint_present BOOLEAN",
+])
+
 CONSUMER_OFFSETS_SCHEMA = ", ".join([
     "store STRING", "topic STRING", "consumer_group STRING", "queue_id INT", "consumer_offset BIGINT",
     "source_file STRING",

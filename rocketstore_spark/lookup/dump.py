@@ -15,8 +15,8 @@ from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.lookup.query import encode_body
 from rocketstore_spark.store.indexes import iter_entries, read_index_file
-from rocketstore_spark.store.layout import parse_offset_name
-from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.store.layout import DLEDGER_PREFIX, entry_frame, parse_offset_name
+from rocketstore_spark.store.segment_reader import SegmentReader, record_start
 
 KINDS = ("commitlog", "consumequeue", "index")
 SEGMENT_COLUMNS = ("physical_offset", "file_position", "total_size", "topic", "queue_id", "queue_offset",
@@ -35,8 +35,10 @@ class Dump:
 def file_kind(path: str) -> str:
     """The kind of store file ``path`` is, from the directories it lies in."""
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
-    if len(parts) >= 2 and parts[-2] == "commitlog":
+    if len(parts) >= 2 and parts[-2] == "commitlog" or entry_frame(path):     # a DLedger data file: its records
         return "commitlog"
+    if len(parts) >= 3 and parts[-3].startswith(DLEDGER_PREFIX):
+        raise ValueError(f"{path}: a DLedger {parts[-2]} file; only its data/ files (their records) are dumped")
     if len(parts) >= 4 and parts[-4] == "consumequeue":
         return "consumequeue"
     if len(parts) >= 2 and parts[-2] == "index":
@@ -62,7 +64,7 @@ def segment_rows(path: str, start: int | None = None, count: int = 20, body: str
     decoder = RecordDecoder([c for c in columns if c not in ("physical_offset", "file_position")], check_crc=False)
     position = max(0, (start or base) - base)
     out = Dump("commitlog", [])
-    reader = SegmentReader(path, base, decoder, start=position, followed=True)
+    reader = SegmentReader(path, base, decoder, start=record_start(path, position), followed=True)
     for decoded in reader:
         t = decoded.batch.to_pylist()
         for pos, rec in zip(decoded.positions.tolist(), t):

@@ -31,7 +31,7 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import publish, temporary
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.store.segment_reader import SegmentReader, crc_findings
+from rocketstore_spark.store.segment_reader import SegmentReader, crc_findings, record_start
 
 EXPORT_COLUMNS = ("physical_offset", *(c for c in DECODED if c not in ("segment_base_offset", "physical_offset")))
 FORMATS = ("parquet", "jsonl")
@@ -151,8 +151,8 @@ def _store_batches(layout: StoreLayout, where: Slice, decoder: RecordDecoder, ho
                 continue
             else:
                 start = covered
-        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=start, followed=layout.followed(k),
-                               next_path=layout.next_path(k))
+        reader = SegmentReader(seg.path, seg.base_offset, decoder, start=record_start(seg.path, start),
+                               followed=layout.followed(k), next_path=layout.next_path(k))
         yield from ((seg, decoded.batch) for decoded in reader)
         findings.extend(reader.result.findings)
 

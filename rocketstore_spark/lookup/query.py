@@ -24,7 +24,7 @@ from rocketstore_spark.rocketmq.consumequeue import queue_bounds
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import read_index_file, store_slot_count
-from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.store.segment_reader import SegmentReader, record_start
 
 COLUMNS = ("topic", "queue_id", "queue_offset", "store_timestamp", "born_timestamp", "tags", "keys", "uniq_key",
            "msg_id", "transaction_type", "body_length", "body_crc_ok", "properties", "born_host", "store_host")
@@ -56,8 +56,8 @@ def record_at(layout: StoreLayout, physical_offset: int, body: bool = False) -> 
         return None
     seg = layout.segments[k]
     decoder = RecordDecoder(COLUMNS + (("body",) if body else ()), batch_rows=1)
-    for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=physical_offset - seg.base_offset,
-                                 end=physical_offset - seg.base_offset + 1):
+    start = record_start(seg.path, physical_offset - seg.base_offset)
+    for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, end=start + 1):
         if decoded.n and seg.base_offset + int(decoded.positions[0]) == physical_offset:
             row = decoded.batch.to_pylist()[0]
             row["properties"] = dict(row["properties"] or [])

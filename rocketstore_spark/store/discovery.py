@@ -7,6 +7,12 @@ overlaps between segments, stray files — are findings, never exceptions. Each 
 a few lseeks, to learn where its data ends (sparse files). A multi-path CommitLog (store.multipath) is listed
 over all its directories as one log once its directories are known (``discover(..., commitlog_dirs)``, or
 broker.conf's through ``StoreLayout.note_broker_conf``).
+
+A DLedger store (``dledger-<selfId>/data/``, docs/format/dledger.md) is one log of two parts, as
+``DLedgerCommitLog`` reads it: the classic segments of ``commitlog/`` below ``dividedCommitlogOffset`` (the base
+offset of the first DLedger data file; a store switched to DLedger keeps them), then the DLedger data files,
+whose records are read through their entries (``layout.entry_frame``). Classic segments at or past the divide
+are never read by RocketMQ: a finding, left out.
 """
 from __future__ import annotations
 
@@ -20,7 +26,9 @@ from pathlib import Path
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store import multipath
 from rocketstore_spark.store.engines import Engines, Work, detect
-from rocketstore_spark.store.layout import COMMITLOG, OFFSET_NAME, StoreMap, is_regular_file, parse_offset_name
+from rocketstore_spark.store.dledger import dledger_dirs
+from rocketstore_spark.store.layout import (COMMITLOG, DLEDGER_DATA, OFFSET_NAME, StoreMap, is_regular_file,
+                                            parse_offset_name)
 
 
 @dataclass(frozen=True)
@@ -197,12 +205,12 @@ def discover(paths, commitlog_dirs=None) -> list[StoreLayout]:
     for p in expanded:
         path = Path(os.path.abspath(p))
         try:
-            if StoreMap.of_root(path).commitlog_dir.is_dir():
+            if StoreMap.of_root(path).commitlog_dir.is_dir() or dledger_data_dirs(path):
                 layouts.append(_layout(p, StoreMap.of_root(path)))
             elif path.is_dir() and any(OFFSET_NAME.match(n) for n in os.listdir(path)):
                 layouts.append(_layout(p, StoreMap(None, path)))
             else:
-                # a store root without commitlog/ (a DLedger store) is refused by name, not as "no store"
+                # a store root without commitlog/ of an engine we do not read is refused by name, not as "no store"
                 detect(path).refuse(Work.READ_COMMITLOG)
                 raise _not_a_store(p, path)
         except PermissionError as e:
@@ -211,9 +219,55 @@ def discover(paths, commitlog_dirs=None) -> list[StoreLayout]:
     return layouts
 
 
+def dledger_data_dirs(root: Path) -> list[Path]:
+    """The DLedger data directories of a store root (``dledger-<selfId>/data``): one on a DLedger broker."""
+    return [d / DLEDGER_DATA for d in dledger_dirs(root) if (d / DLEDGER_DATA).is_dir()]
+
+
+def _segments(directory: Path, findings: list[Finding]) -> list[Segment]:
+    """The segment files of one directory, in offset order; stray entries are findings (FileNotFoundError or
+    NotADirectoryError when it is not a directory)."""
+    segments: list[Segment] = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        base_offset = parse_offset_name(entry.name)
+        if not is_regular_file(entry.path):
+            findings.append(finding("store.stray_entry", entry.path, None,
+                                    "directory, special file or unreadable link inside the CommitLog directory "
+                                    "(ignored)"))
+        elif base_offset is None:
+            findings.append(finding("store.stray_file", entry.path, None,
+                                    "file name is not a 20-digit offset within int64 (ignored)"))
+        else:
+            size = os.stat(entry.path).st_size
+            segments.append(Segment(entry.path, base_offset, size, *probe(entry.path, size)))
+    return segments
+
+
+def _dledger_log(files: StoreMap, classic: list[Segment], findings: list[Finding]) -> list[Segment]:
+    """One log of a DLedger store: the classic segments below the divide, then the DLedger data files (one
+    data directory; with several — which self id is this broker? — the classic segments only, and the engine
+    stays refused)."""
+    data_dirs = dledger_data_dirs(files.root) if files.root is not None else []
+    if len(data_dirs) != 1:
+        return classic
+    entries = _segments(data_dirs[0], findings)       # a directory (dledger_data_dirs)
+    if not entries:
+        return classic
+    divide = entries[0].base_offset
+    for seg in classic:
+        if seg.base_offset >= divide:
+            findings.append(finding("commitlog.beyond_divide", seg.path, None,
+                                    f"a classic segment at or past dividedCommitlogOffset {divide} (the first DLedger "
+                                    "data file): RocketMQ reads DLedger's data there, never this file (left out)",
+                                    divided_commitlog_offset=divide))
+    return [seg for seg in classic if seg.base_offset < divide] + entries
+
+
 def _layout(name: str, files: StoreMap, conf: dict[str, str] | None = None) -> StoreLayout:
     multi = bool(files.commitlog_dirs)
     segments, findings = _list_segments(files)
+    if files.root is not None:
+        segments = _dledger_log(files, segments, findings)
     sizes = Counter(s.size for s in segments if s.size > 0)
     segment_size = sizes.most_common(1)[0][0] if sizes else None
     for prev, seg in zip(segments, segments[1:]):
@@ -266,26 +320,20 @@ def _list_segments(files: StoreMap) -> tuple[list[Segment], list[Finding]]:
     multi = bool(files.commitlog_dirs)
     for d in files.log_dirs:
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            listed = _segments(d, findings)
         except (FileNotFoundError, NotADirectoryError):
             if not multi:
+                if files.root is not None and dledger_data_dirs(files.root):
+                    continue                # a DLedger store that never had a classic CommitLog
                 raise
             findings.append(multipath.missing_dir(d))
             continue
-        for entry in entries:
-            base_offset = parse_offset_name(entry.name)
-            if not is_regular_file(entry.path):
-                findings.append(finding("store.stray_entry", entry.path, None,
-                                        "directory, special file or unreadable link inside the CommitLog directory "
-                                        "(ignored)"))
-            elif base_offset is None:
-                findings.append(finding("store.stray_file", entry.path, None,
-                                        "file name is not a 20-digit offset within int64 (ignored)"))
-            elif base_offset in segments:
-                findings.append(multipath.duplicate(entry.name, segments[base_offset].path, entry.path))
+        for seg in listed:
+            if seg.base_offset in segments:
+                findings.append(multipath.duplicate(os.path.basename(seg.path), segments[seg.base_offset].path,
+                                                    seg.path))
             else:
-                size = os.stat(entry.path).st_size
-                segments[base_offset] = Segment(entry.path, base_offset, size, *probe(entry.path, size))
+                segments[seg.base_offset] = seg
     if multi and files.root is not None and files.commitlog_dir not in files.log_dirs and \
             files.commitlog_dir.is_dir() and any(parse_offset_name(n) is not None for n in os.listdir(files.commitlog_dir)):
         findings.append(multipath.unlisted(files.commitlog_dir))

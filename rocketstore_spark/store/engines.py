@@ -22,6 +22,10 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
 (paths from RocketMQ 5.5.1's ``StorePathConfigHelper``, ``MessageRocksDBStorage``, ``RocksDBConsumeQueueStore``,
 the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.4's ``DLedgerConfig``).
 
+A DLedger store with one ``dledger-<selfId>/data/`` is read (``store.discovery``: the old ``commitlog/`` below
+the divide, then the entries of the data files); its queues and config are classic files. What its own
+recovery, rebuild and repair would do is not mirrored yet: those stay refused.
+
 Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
 evidence and what is refused) and ``Engines.refuse`` stops the work it would get wrong — reading the CommitLog
 of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
@@ -69,6 +73,10 @@ class Engine:
 _EVERYTHING = frozenset(Work)
 _QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
+# DLedger: the log is read through its entries (store.discovery, codec.commitlog's frame); the ConsumeQueues and
+# config are classic files. Checking queues and IndexFiles against the log, a rebuild, DLedger's recovery and a
+# repair are not mirrored yet.
+_DLEDGER_WORK = _EVERYTHING - {Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG}
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -130,9 +138,16 @@ class Engines:
                 + (", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
                    "were RocketMQ's classic file store" if unread else "; refused"))
 
-    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str) -> None:
+    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, read: bool = False) -> None:
+        """One engine found; ``read``: an engine we read (its finding a warning naming what is still refused)."""
         self.engines.append(Engine(name, evidence, refuses))
         what = ", ".join(sorted(w.value for w in refuses))
+        if read:
+            done = ", ".join(sorted(w.value for w in _EVERYTHING - refuses))
+            self.findings.append(finding("store.partial_engine", str(file), None,
+                                         f"{name} ({evidence}): we {done}; not mirrored yet, so refused: {what}",
+                                         engine=name, evidence=evidence))
+            return
         self.findings.append(finding("store.unsupported_engine", str(file), None,
                                      f"{name} ({evidence}): not read by this release; refused: {what}",
                                      engine=name, evidence=evidence))
@@ -154,11 +169,16 @@ def _from_files(root: Path, out: Engines) -> None:
         names = sorted(os.listdir(root))
     except OSError:
         return
+    dledger = [n for n in names if n.startswith("dledger-") and (root / n).is_dir()]
     for name in names:
         path = root / name
-        if name.startswith("dledger-") and path.is_dir():
+        if name in dledger:
             switched = " after a classic commitlog/ (switched)" if (root / "commitlog").is_dir() else ""
-            out.add("DLedger CommitLog", f"{name}/{switched}", _EVERYTHING, path)
+            several = len(dledger) > 1 or not (path / "data").is_dir()
+            out.add("DLedger CommitLog", f"{name}/{switched}" + (
+                    f" (one of {len(dledger)} dledger-* directories: which is this broker's?)" if len(dledger) > 1
+                    else " (no data/ directory)" if several else ""), _EVERYTHING if several else _DLEDGER_WORK, path,
+                    read=not several)
         elif name not in KNOWN_ROOT_ENTRIES and not name.startswith(".") and name not in NOT_STORE_ENTRIES:
             out.findings.append(finding("store.unknown_entry", str(path), None,
                                         "not a file or directory of any RocketMQ store engine we know (left alone)"))
@@ -195,7 +215,9 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
     where = str(root) if root is not None else "broker.conf"
     known = {e.name for e in out.engines}
     if _truthy(conf, "enableDLegerCommitLog") and "DLedger CommitLog" not in known:
-        out.add("DLedger CommitLog", "enableDLegerCommitLog=true in broker.conf", _EVERYTHING, where)
+        # no dledger-*/ under the root: its data lies elsewhere (storePathDLedgerCommitLog), commitlog/ is not the log
+        out.add("DLedger CommitLog", "enableDLegerCommitLog=true in broker.conf, no dledger-*/ under the store root",
+                _EVERYTHING, where)
     if str(conf.get("storeType", "")).strip().lower() == "defaultrocksdb" and "RocksDB ConsumeQueue" not in known:
         # the broker then keeps topics, groups and consumer offsets in RocksDB too (RocksDB*ConfigManager)
         out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf", _QUEUE_WORK | {Work.READ_CONFIG},

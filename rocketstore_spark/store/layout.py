@@ -42,6 +42,19 @@ FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")   
 CONSUME_QUEUE_EXT = "consumequeue_ext"                                          # enableConsumeQueueExt
 
 
+DLEDGER_PREFIX, DLEDGER_DATA, DLEDGER_INDEX = "dledger-", "data", "index"   # dledger-<selfId>/data/, index/
+
+
+def entry_frame(path: str) -> int:
+    """Bytes of DLedger entry header before each record of the segment file at ``path``: 48 for a file of a
+    DLedger data directory (``dledger-<selfId>/data/<20 digits>``, docs/format/dledger.md), 0 for a classic
+    CommitLog segment. The path says it: a DLedger store keeps its old classic segments in ``commitlog/``."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(parent) != DLEDGER_DATA:
+        return 0
+    return 48 if os.path.basename(os.path.dirname(parent)).startswith(DLEDGER_PREFIX) else 0
+
+
 def offset_name(offset: int) -> str:
     """The 20-digit name of a CommitLog segment (its base offset) or ConsumeQueue file (its queue byte
     offset)."""

@@ -19,6 +19,11 @@ of file end the segment normally — but valid records found after a BLANK or ze
 reported (RocketMQ would not see them). Records whose stored PHYSICALOFFSET names another place are not
 returned (the decoder leaves them out) and are reported per run; with a decoder that checks CRCs, every
 failure is a finding. In strict mode the first error finding raises StoreError instead.
+
+A segment of a DLedger data directory (``layout.entry_frame``) is read through its entries: the decoder walks
+entry by entry (``commitlog.check_record`` with the 48-byte frame), positions and physical offsets are the
+records' (entry pos + 48, as RocketMQ reports them), a split resyncs on the next entry start, and a bad entry
+header is damage like a bad record (``commitlog.bad_entry``).
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ from rocketstore_spark.codec import commitlog
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.findings import Finding, FindingCap, Severity, StoreError, finding
-from rocketstore_spark.store.layout import offset_name
+from rocketstore_spark.store.layout import entry_frame, offset_name
 
 DEFAULT_WINDOW = 64 << 20
 DEFAULT_MAX_RECORD = 64 << 20       # RocketMQ writes at most maxMessageSize (4 MiB default) + 64 KiB
@@ -78,6 +83,12 @@ def crc_findings(path: str, base_offset: int, positions: np.ndarray) -> list[Fin
                     "here)", physical_offset=base_offset + int(p)) for p in positions]
 
 
+def record_start(path: str, position: int) -> int:
+    """Where a range must start for the record at file ``position`` (or the first one after it) to be read:
+    on a DLedger data file its entry's start, 48 bytes before (``layout.entry_frame``); else ``position``."""
+    return max(0, position - entry_frame(path))
+
+
 class SegmentReader:
     """Iterates the decoded batches (``codec.decoder.Decoded``) of [start, end) of one segment file. Fixed-width
     columns of a batch are views of decoder arrays, strings and bodies are copies: holding on to a batch
@@ -100,6 +111,7 @@ class SegmentReader:
         # its tail was lost
         self.followed = followed
         self.on_finding = on_finding
+        self.frame = entry_frame(path)
         self.result = ScanResult()
         # at most findings.CAP of a check in full, then one finding for the rest: a segment of a million bad
         # records costs a few findings, not a million (``result.findings`` is the list of those kept)
@@ -126,6 +138,7 @@ class SegmentReader:
             self._report("commitlog.unreadable", None, f"cannot open: {e.strerror}", errno=e.errno)
             return
         self.decoder.reset()
+        self.decoder.frame = self.frame
         self._misplaced: list | None = None        # the open run of misplaced records: [first, last, count, stored...]
         self._after_end: list | None = None        # records found after the end: [end, reason, first, last, count]
         try:
@@ -178,7 +191,7 @@ class SegmentReader:
                     return
                 continue
             if stop == Stop.NEED_MORE:
-                needed = self._record_extent(buf, buf_file_pos, pos)
+                needed = self._record_extent(buf, buf_file_pos, pos, self.frame)
                 if needed > window:
                     if needed > self.max_record_size:
                         self._report("commitlog.record_too_large", pos,
@@ -211,10 +224,7 @@ class SegmentReader:
                 self._found_after_end(pos, stop, found)
                 pos = found
             else:
-                p = pos - buf_file_pos
-                self._report(stop.check, pos, stop.describe,
-                             total_size=int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else None,
-                             magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if p + 8 <= len(buf) else None)
+                self._report_damage(stop, buf, buf_file_pos, pos)
                 self._stopped(stop, pos)
                 buf = None
                 pos = self._after_damage(fd, window, pos, end, file_size)
@@ -223,6 +233,22 @@ class SegmentReader:
             buf = None
             buf = self._read(fd, window, pos, file_size, walk=True)
             buf_file_pos = pos
+
+    def _report_damage(self, stop: Stop, buf: np.ndarray, buf_file_pos: int, pos: int) -> None:
+        """The finding of damage at ``pos`` with what lies there: a record's TOTALSIZE and magic, or a DLedger
+        entry's magic, size, index, term and pos."""
+        p = pos - buf_file_pos
+        have = len(buf) - p
+        if not self.frame:
+            self._report(stop.check, pos, stop.describe,
+                         total_size=int(commitlog.be32(buf, p)) if have >= 4 else None,
+                         magic=f"0x{int(commitlog.be32(buf, p + 4)) & 0xFFFFFFFF:08X}" if have >= 8 else None)
+            return
+        head = bytes(buf[p:p + commitlog.DLEDGER_HEADER])
+        fields = dict(zip(("entry_magic", "entry_size", "entry_index", "entry_term", "entry_pos"),
+                          struct.unpack(">iiqqq", head[:32]))) if len(head) >= 32 else {}
+        what = stop.describe if stop == Stop.BAD_ENTRY else f"DLedger entry: {stop.describe}"
+        self._report(stop.check, pos, what, **fields)
 
     def _stopped(self, stop: Stop, position: int | None) -> None:
         """The first end or damage of the range is where RocketMQ's walk would stop: it stays the result's."""
@@ -298,7 +324,8 @@ class SegmentReader:
         return os.path.join(os.path.dirname(self.path), offset_name(self.base_offset + self._file_size))
 
     def _next_segment_first_record(self) -> int | None:
-        """TOTALSIZE of the first record of the segment that follows this one (None if unreadable)."""
+        """TOTALSIZE of the first record (DLedger: size of the first entry) of the segment that follows this one
+        (None if unreadable)."""
         try:
             with open(self._next_segment_path(), "rb") as f:
                 head = f.read(8)
@@ -307,6 +334,8 @@ class SegmentReader:
         if len(head) < 8:
             return None
         total, magic = struct.unpack(">ii", head)
+        if self.frame:                 # an entry: magic, then size (DLedger blanks when size + 8 > room, too)
+            return magic if total == commitlog.DLEDGER_MAGIC and magic > 0 else None
         return total if magic in (commitlog.MAGIC_V1, commitlog.MAGIC_V2) and total > 0 else None
 
     def _found_after_end(self, end_position: int, stop: Stop, found: int) -> None:
@@ -328,9 +357,10 @@ class SegmentReader:
                      first_position=first, last_position=last, count=count)
 
     @staticmethod
-    def _record_extent(buf: np.ndarray, buf_file_pos: int, pos: int) -> int:
-        p = pos - buf_file_pos
-        return int(commitlog.be32(buf, p)) if p + 4 <= len(buf) else 8
+    def _record_extent(buf: np.ndarray, buf_file_pos: int, pos: int, frame: int = 0) -> int:
+        """Bytes the record (DLedger: the entry, whose size follows its magic) at ``pos`` needs."""
+        p = pos - buf_file_pos + (4 if frame else 0)
+        return max(int(commitlog.be32(buf, p)), frame + 8) if p + 4 <= len(buf) else frame + 8
 
     def _after_damage(self, fd, window, pos: int, end: int, file_size: int) -> int:
         """Next record start after damage at ``pos``, recording how many bytes were skipped; -1 if none."""
@@ -355,10 +385,10 @@ class SegmentReader:
             if pos >= end:
                 return -1
             buf = self._read(fd, window, pos, file_size)
-            if len(buf) < 36:
+            if len(buf) < 36 + self.frame:
                 return -1
-            found = commitlog.resync(buf, pos, self.base_offset, pos, end)
+            found = commitlog.resync(buf, pos, self.base_offset, pos, end, self.frame)
             if found >= 0:
                 return int(found)
-            pos += len(buf) - 35          # windows overlap by a header so no start is missed
+            pos += len(buf) - 35 - self.frame   # windows overlap by a header so no start is missed
         return -1

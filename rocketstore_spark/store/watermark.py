@@ -19,7 +19,7 @@ import pyarrow as pa
 from rocketstore_spark.codec.commitlog import BLANK_MAGIC, MAGIC_V1, MAGIC_V2
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.store.discovery import Segment, StoreLayout
-from rocketstore_spark.store.segment_reader import SegmentReader
+from rocketstore_spark.store.segment_reader import SegmentReader, record_start
 
 # every header field, the topic and the properties as stored, and the BODYCRC for the body: two different
 # records agree on all of them only by copying one another (store times are in ms, hosts, queue offsets...)
@@ -54,7 +54,8 @@ def record_identity(layout: StoreLayout, physical_offset: int) -> dict | None:
         return None
     position = physical_offset - seg.base_offset
     decoder = RecordDecoder(IDENTITY_COLUMNS, batch_rows=1)
-    for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=position, end=position + 1):
+    start = record_start(seg.path, position)
+    for decoded in SegmentReader(seg.path, seg.base_offset, decoder, start=start, end=start + 1):
         if not decoded.n or int(decoded.positions[0]) != position:
             return None
         batch = decoded.batch

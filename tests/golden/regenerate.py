@@ -6,6 +6,7 @@
     python tests/golden/regenerate.py --config-only        # only the config files, into the existing stores
     python tests/golden/regenerate.py --jobs 2 --out /tmp/golden   # two versions at a time (what the test runs)
     python tests/golden/regenerate.py --multipath --out /tmp/golden   # only the multi-path CommitLog stores
+    python tests/golden/regenerate.py --dledger --out /tmp/golden  # only the DLedger CommitLog stores (dledger-5.5.1/)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -118,14 +119,20 @@ def record_body_position(msg: dict) -> int:
     return msg["file_position"] + 88 + extra
 
 
-def flip_body_byte(store: Path, msg: dict) -> dict:
-    seg = store / "commitlog" / msg["segment"]
-    position = record_body_position(msg) + msg["body_length"] // 2
-    with open(seg, "r+b") as f:
+def flip_byte(path: Path, position: int) -> int:
+    """Invert the byte at ``position`` of the file; returns its old value."""
+    with open(path, "r+b") as f:
         f.seek(position)
         old = f.read(1)[0]
         f.seek(position)
         f.write(bytes([old ^ 0xFF]))
+    return old
+
+
+def flip_body_byte(store: Path, msg: dict) -> dict:
+    seg = store / "commitlog" / msg["segment"]
+    position = record_body_position(msg) + msg["body_length"] // 2
+    old = flip_byte(seg, position)
     return {"action": "flip_body_byte", "file": f"commitlog/{msg['segment']}", "file_position": position,
             "physical_offset": msg["physical_offset"], "old": old, "new": old ^ 0xFF}
 
@@ -521,6 +528,118 @@ def multipath(out: Path, scratch: Path, version: str = MULTIPATH_VERSION) -> lis
     return names
 
 
+# ------------------------------------------------------------------------------------ DLedger stores
+
+DLEDGER_VERSION = "5.5.1"
+DLEDGER_ENTRY_HEADER = 48
+DLEDGER_GEOMETRY = {**GEOMETRY, "mapped_file_size_commitlog": 64 * 1024, "dledger_index_file_size": 32 * 1024}
+
+
+def flip_entry_pos(store: Path, entry: dict, data_file_size: int) -> dict:
+    """Flip the low byte of an entry header's ``pos`` field (bytes 24-31 of the 48-byte header): DLedger's
+    recovery checks pos against where the entry lies and stops there."""
+    name = f"{entry['pos'] // data_file_size * data_file_size:020d}"
+    position = entry["pos"] % data_file_size + 31
+    old = flip_byte(store / "dledger-n0" / "data" / name, position)
+    return {"action": "flip_entry_pos", "file": f"dledger-n0/data/{name}", "file_position": position,
+            "entry_index": entry["index"], "entry_pos": entry["pos"], "old": old, "new": old ^ 0xFF}
+
+
+def flip_record_body(store: Path, entry: dict, data_file_size: int) -> dict:
+    """Flip the middle byte of the body of the CommitLog record inside an entry (layout read from the record's
+    header: BODYLENGTH at 68 + host lengths): the entry stays valid for DLedger, the record's BODYCRC fails."""
+    name = f"{entry['pos'] // data_file_size * data_file_size:020d}"
+    record = entry["pos"] % data_file_size + DLEDGER_ENTRY_HEADER
+    path = store / "dledger-n0" / "data" / name
+    with open(path, "r+b") as f:
+        f.seek(record)
+        head = f.read(120)
+        sys_flag = int.from_bytes(head[36:40], "big")
+        hosts = (20 if sys_flag & 0x10 else 8) + (20 if sys_flag & 0x20 else 8)
+        body_length = int.from_bytes(head[68 + hosts:72 + hosts], "big")
+        position = record + 72 + hosts + body_length // 2
+    old = flip_byte(path, position)
+    return {"action": "flip_body_byte", "file": f"dledger-n0/data/{name}", "file_position": position,
+            "entry_index": entry["index"], "physical_offset": entry["pos"] + DLEDGER_ENTRY_HEADER,
+            "body_length": body_length, "old": old, "new": old ^ 0xFF}
+
+
+def compact_json(doc: dict) -> str:
+    """A manifest with one line per element of its long lists (messages, entries, files): a third of the size
+    of an indented one, and still one change per line in a diff."""
+    lines = ["{"]
+    items = list(doc.items())
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if isinstance(value, list) and len(value) > 8:
+            body = ",\n  ".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in value)
+            lines.append(f" {json.dumps(key)}: [\n  {body}\n ]{comma}")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{comma}")
+    return "\n".join(lines) + "\n}\n"
+
+
+def generate_dledger(out: Path, scratch: Path, version: str = DLEDGER_VERSION) -> list[str]:
+    """``dledger-<version>/``: stores written by RocketMQ's DLedgerCommitLog (Generator's dledger-write), each
+    with a manifest of RocketMQ's view of it (dledger-view on a copy: recovery, getMessage of every queue,
+    queryMessage, DLedger's own entries). Scenarios: clean, crash, switched (a classic store switched to DLedger),
+    corrupt-entry (crash + one entry header's pos flipped in the last data file) and corrupt-record (clean + one
+    record byte flipped inside a valid entry)."""
+    root = out / f"dledger-{version}"
+    if root.exists():
+        shutil.rmtree(root)
+    work = scratch / f"dledger-{version}"
+    work.mkdir(parents=True, exist_ok=True)
+    classpath = build(version)
+    size = DLEDGER_GEOMETRY["mapped_file_size_commitlog"]
+    scenarios: dict[str, dict] = {}
+
+    def gen(*args: str) -> None:
+        run(classpath, *args)
+
+    def view(store: Path) -> dict:
+        target = work / "view.json"
+        gen("dledger-view", "--store", str(store), "--work", str(work / "copy"), "--out", str(target))
+        return json.loads(target.read_text())
+
+    for mode, description in (
+            ("clean", "Written through DLedgerCommitLog (one-node group, self id n0), shut down normally."),
+            ("crash", "Written through DLedgerCommitLog, then the JVM halted without shutdown (abort left)."),
+            ("switched", "100 messages with the classic CommitLog (shut down), then reopened with "
+                         "enableDLegerCommitLog=true and 100 more: the old commitlog/ ends at dividedCommitlogOffset, "
+                         "the DLedger data starts there.")):
+        gen("dledger-write", "--store", str(root / mode / "store"), "--mode", mode)
+        scenarios[mode] = {"description": description, "surgery": [], "parent": None}
+    crash_view = view(root / "crash" / "store")
+    shutil.copytree(root / "crash" / "store", root / "corrupt-entry" / "store")
+    last_file = max(e["pos"] // size for e in crash_view["entries"])
+    in_last = [e for e in crash_view["entries"] if e["pos"] // size == last_file]
+    scenarios["corrupt-entry"] = {
+        "description": "The crash store with the pos field of an entry in the middle of the last data file flipped.",
+        "surgery": [flip_entry_pos(root / "corrupt-entry" / "store", in_last[len(in_last) // 2], size)],
+        "parent": "crash"}
+    clean_view = view(root / "clean" / "store")
+    shutil.copytree(root / "clean" / "store", root / "corrupt-record" / "store")
+    victim = [e for e in clean_view["entries"] if 200 <= e["body_length"] <= 2000][5]
+    scenarios["corrupt-record"] = {
+        "description": "The clean store with the middle byte of the body of the CommitLog record of an entry flipped: "
+                       "the entry is intact for DLedger, the record's BODYCRC fails.",
+        "surgery": [flip_record_body(root / "corrupt-record" / "store", victim, size)],
+        "parent": "clean"}
+    for name, spec in scenarios.items():
+        store = root / name / "store"
+        seen = view(store)
+        manifest = {"scenario": name, "description": spec["description"], "derived_from": spec["parent"],
+                    "rocketmq_version": version, "rocketmq_version_reported": seen.pop("rocketmq_version"),
+                    "store": "store", "geometry": DLEDGER_GEOMETRY,
+                    "surgery": spec["surgery"], "not_reproducible": NOT_REPRODUCIBLE, **seen}
+        (root / name / "manifest.json").write_text(compact_json(manifest))
+        print(f"   dledger {name}: {len(seen.get('entries', []))} entries, {len(seen.get('messages', []))} messages, "
+              f"max offset {seen.get('commitlog_max_offset')}", file=sys.stderr)
+    shutil.rmtree(work, ignore_errors=True)
+    return list(scenarios)
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -538,6 +657,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1,
                         help="versions generated at once (each is a series of JVM runs; the builds stay one at a "
                              "time, as Maven's local repository is not safe for concurrent downloads)")
+    parser.add_argument("--dledger", action="store_true",
+                        help=f"only the DLedger CommitLog stores (dledger-{DLEDGER_VERSION}/ under --out)")
     args = parser.parse_args(argv)
     try:
         require_tools()
@@ -546,6 +667,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.multipath:
                 names = multipath(args.out.resolve(), Path(scratch))
                 print(f"== RocketMQ {MULTIPATH_VERSION} multi-path: {', '.join(names)}", file=sys.stderr)
+                return 0
+            if args.dledger:
+                names = generate_dledger(args.out.resolve(), Path(scratch))
+                print(f"== DLedger (RocketMQ {DLEDGER_VERSION}): {', '.join(names)}", file=sys.stderr)
                 return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:

@@ -14,7 +14,7 @@ from rocketstore_spark.recovery.plan import make_plan
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.store.engines import UnsupportedStore
 from rocketstore_spark.verify.store import verify_store
-from tests.golden.goldens import BY_ID
+from tests.golden.goldens import BY_ID, GOLDEN_ROOT
 from tests.store_files import copy_store, tree
 
 CRASHED = BY_ID["5.5.1/corrupt-body"]
@@ -40,11 +40,20 @@ def test_no_verdict_plan_or_rebuild_for_a_store_switched_to_dledger(tmp_path):
 
 
 def test_the_audit_reports_the_engine_and_checks_nothing_it_would_get_wrong(tmp_path):
+    """A DLedger store's log is checked (here the old commitlog/: no entry yet; tests/store/test_dledger.py reads
+    RocketMQ's own DLedger stores), its queues and IndexFiles are not checked against it."""
     store = switched_to_dledger(tmp_path)
     verdict = verify_store(str(store))
-    assert verdict.findings[0].check == "store.unsupported_engine"
+    assert verdict.findings[0].check == "store.partial_engine"
     assert "DLedger CommitLog" in verdict.findings[0].message
-    assert verdict.segments == [] and verdict.queues == [] and verdict.index == []
+    assert len(verdict.segments) == len(verify_store(str(CRASHED.store)).segments)
+    assert verdict.queues == [] and verdict.index == []
+
+
+def test_the_audit_of_a_dledger_store_finds_a_bad_entry():
+    verdict = verify_store(str(GOLDEN_ROOT / "dledger-5.5.1" / "corrupt-entry" / "store"))
+    (bad,) = [f for f in verdict.findings if f.check == "commitlog.bad_entry"]
+    assert bad.file.endswith("dledger-n0/data/00000000000000065536") and bad.file_position == 25949
 
 
 def test_rocksdb_queues_leave_the_log_checked_and_the_queues_alone(tmp_path):

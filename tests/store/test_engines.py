@@ -28,22 +28,41 @@ def classic(tmp_path):
     return copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
 
 
-def test_a_store_switched_to_dledger_is_not_read_as_its_old_commitlog(tmp_path):
+def test_a_store_switched_to_dledger_reads_its_log_and_refuses_what_is_not_mirrored(tmp_path):
+    """Switched, no entry written yet: the log is the old commitlog/ (as DLedgerCommitLog reads it); DLedger's
+    recovery, a rebuild, a repair and the queue checks are not mirrored (tests/store/test_dledger.py reads
+    RocketMQ's own DLedger stores)."""
     store = classic(tmp_path)
     (store / "dledger-n0" / "data").mkdir(parents=True)
     layout = discover(str(store))[0]
-    assert [f.check for f in layout.findings[:1]] == ["store.unsupported_engine"]
-    for work in Work:
+    assert [f.check for f in layout.findings[:1]] == ["store.partial_engine"]
+    assert len(layout.segments) == len(discover(str(BY_ID["5.5.1/clean"].store))[0].segments)
+    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG):
+        layout.refuse(work)
+    for work in (Work.CHECK_QUEUES, Work.READ_INDEX, Work.REBUILD, Work.RECOVER, Work.REPAIR):
         with pytest.raises(UnsupportedStore, match=r"DLedger CommitLog \(dledger-n0/ after a classic commitlog/"):
             layout.refuse(work)
 
 
-def test_a_dledger_store_without_commitlog_is_refused_by_name(tmp_path):
+def test_several_dledger_directories_refuse_everything(tmp_path):
+    """Which self id is this broker's? Reading either would be a guess."""
+    store = classic(tmp_path)
+    for self_id in ("n0", "n1"):
+        (store / f"dledger-{self_id}" / "data").mkdir(parents=True)
+    layout = discover(str(store))[0]
+    for work in Work:
+        with pytest.raises(UnsupportedStore, match="one of 2 dledger-\\* directories"):
+            layout.refuse(work)
+
+
+def test_a_dledger_store_without_commitlog_is_a_store(tmp_path):
     store = tmp_path / "store"
     (store / "dledger-n1" / "data").mkdir(parents=True)
     (store / "dledger-n1" / "index").mkdir()
-    with pytest.raises(UnsupportedStore, match="cannot read the CommitLog: the store uses DLedger CommitLog"):
-        discover(str(store))
+    layout = discover(str(store))[0]
+    assert layout.segments == [] and [f.check for f in layout.findings] == ["store.partial_engine"]
+    with pytest.raises(UnsupportedStore, match="cannot rebuild ConsumeQueues and IndexFiles: the store uses DLedger"):
+        layout.refuse(Work.REBUILD)
 
 
 def test_rocksdb_consume_queues_refuse_queue_work_but_not_the_commitlog(tmp_path):

@@ -61,6 +61,7 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  *                                                     getMessage / queryMessage / min-max offset queries (ServeCheck)
  *   expire  --store DIR                               let RocketMQ's cleaner delete the oldest segment
  *   offsets --store DIR --set topic@group/queueId=offset ...   persist config/consumerOffset.json
+ *   dledger-write, dledger-view                       DLedger CommitLog stores (DLedgerGolden)
  *   config  --store DIR --out FILE [--delay level=offset ...]
  *                                                     persist config/topics.json, subscriptionGroup.json
  *                                                     (5.x: delayOffset.json); FILE: what RocketMQ was given
@@ -113,6 +114,8 @@ public final class Generator {
                 case "config": config(args); break;
                 case "rebuild": recover(args, true, true); break;
                 case "serve-check": ServeCheck.run(args); break;
+                case "dledger-write": DLedgerGolden.write(args); break;
+                case "dledger-view": DLedgerGolden.view(args); break;
                 default: throw new IllegalArgumentException("unknown command " + args.command);
             }
         } catch (Exception | Error e) {
