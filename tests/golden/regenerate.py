@@ -5,6 +5,7 @@
     python tests/golden/regenerate.py --versions 5.5.1 --out /tmp/golden
     python tests/golden/regenerate.py --config-only        # only the config files, into the existing stores
     python tests/golden/regenerate.py --jobs 2 --out /tmp/golden   # two versions at a time (what the test runs)
+    python tests/golden/regenerate.py --rocksdb --out /tmp/golden  # only rocksdb-5.5.1/ (storeType=defaultRocksDB)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -83,9 +84,11 @@ def require_tools() -> None:
             raise GoldenError(f"'{tool}' not found on PATH: the golden generator needs {hint}")
 
 
-def build(version: str) -> str:
-    """Compile the generator against rocketmq-store ``version``; returns the runtime classpath."""
-    cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", "package", "dependency:build-classpath"]
+def build(version: str, rocksdb: bool = False) -> str:
+    """Compile the generator against rocketmq-store ``version`` (``rocksdb``: with RocksDBGolden and the
+    rocketmq-broker jar, pom profile "rocksdb"); returns the runtime classpath."""
+    cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", *(["-Drocksdb"] if rocksdb else []),
+           "package", "dependency:build-classpath"]
     proc = subprocess.run(cmd, cwd=GENERATOR, capture_output=True, text=True)
     if proc.returncode != 0:
         out = proc.stdout + proc.stderr
@@ -93,12 +96,12 @@ def build(version: str) -> str:
             raise GoldenError(f"RocketMQ {version} could not be resolved from Maven Central "
                               f"(org.apache.rocketmq:rocketmq-store:{version}). Is it a released version?\n{out[-2000:]}")
         raise GoldenError(f"building the generator for RocketMQ {version} failed:\n{out[-4000:]}")
-    target = GENERATOR / "target" / version
+    target = GENERATOR / "target" / (f"{version}-rocksdb" if rocksdb else version)
     return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
 
 
-def run(classpath: str, *args: str) -> None:
-    cmd = ["java", *JVM_OPTS, "-cp", classpath, "io.rocketstore.golden.Generator", *args]
+def run(classpath: str, *args: str, main: str = "io.rocketstore.golden.Generator") -> None:
+    cmd = ["java", *JVM_OPTS, "-cp", classpath, main, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[golden]")]
     for ln in lines:
@@ -455,6 +458,44 @@ class VersionRun:
               f"{manifest['commitlog']['max_offset']}", file=sys.stderr)
 
 
+# ------------------------------------------------------------------------ RocksDB ConsumeQueue (5.5.1)
+
+ROCKSDB_VERSION = "5.5.1"
+ROCKSDB_FOLDER = f"rocksdb-{ROCKSDB_VERSION}"      # not rocketmq-*: the classic golden tests do not apply to it
+#: consumer offsets written into the clean store's config/consumerOffsets/ (topic@group/queue=offset)
+ROCKSDB_OFFSETS = ("TopicTest@golden_in_range/0=5", "TopicTest@golden_in_range/1=9", "TopicTest@golden_beyond_max/2=500",
+                   "OrderTopic@golden_caught_up/0=8", "%RETRY%golden_group@golden_group/0=1", "NoSuchTopic@golden_ghost/0=7")
+
+
+def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
+    """``rocksdb-5.5.1/{clean,crash}``: RocketMQ's RocksDBMessageStore writes them (RocksDBGolden write), the
+    clean one gets consumer offsets in RocksDB (RocksDBGolden offsets), and each manifest is RocketMQ's view
+    (RocksDBGolden view: the database as stored, and a real restart on a copy)."""
+    classpath = build(ROCKSDB_VERSION, rocksdb=True)
+    main = "io.rocketstore.golden.RocksDBGolden"
+    folder = out / ROCKSDB_FOLDER
+    names = []
+    for mode in ("clean", "crash"):
+        sdir = folder / mode
+        shutil.rmtree(sdir, ignore_errors=True)
+        store = sdir / "store"
+        run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
+        offsets = ROCKSDB_OFFSETS if mode == "clean" else ()
+        if offsets:
+            run(classpath, "offsets", "--store", str(store), *[a for o in offsets for a in ("--set", o)], main=main)
+        view = scratch / f"rocksdb-{mode}.json"
+        run(classpath, "view", "--store", str(store), "--work", str(scratch / "rocksdb-work"), "--out", str(view),
+            main=main)
+        manifest = {"scenario": mode, "rocketmq_version": ROCKSDB_VERSION, "store": "store",
+                    "store_type": "defaultRocksDB", "geometry": GEOMETRY,
+                    "consumer_offsets_written": list(offsets), "files": sorted(
+                        str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()),
+                    **json.loads(view.read_text())}
+        (sdir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        names.append(f"{ROCKSDB_FOLDER}/{mode}")
+    return names
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -470,11 +511,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1,
                         help="versions generated at once (each is a series of JVM runs; the builds stay one at a "
                              "time, as Maven's local repository is not safe for concurrent downloads)")
+    parser.add_argument("--rocksdb", action="store_true",
+                        help=f"only the RocksDB ConsumeQueue stores ({ROCKSDB_FOLDER}/: storeType=defaultRocksDB)")
     args = parser.parse_args(argv)
     try:
         require_tools()
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="golden-") as scratch:
+            if args.rocksdb:
+                print(f"== {', '.join(generate_rocksdb(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
+                return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:
                 for run_version in runs:
