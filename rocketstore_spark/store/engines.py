@@ -11,7 +11,7 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
     RocksDB queues     consumequeue/CURRENT, MANIFEST-*, *.sst             storeType=defaultRocksDB (5.2+)
                        consumequeue_rocksdb/ instead                       + useSeparateStorePathForRocksdbCQ
     RocksDB config     config/topics/, consumerOffsets/, subscriptionGroups/ (RocksDB dirs; 5.x v1),
-                       config/rdb/ (configManagerVersion=v2, 5.3.2+)
+                       config/metadata/ (v1, useSingleRocksDBForAllConfigs), config/rdb/ (configManagerVersion=v2, 5.3.2+)
     RocksDB index      rocksdbstore/ holding data                          indexRocksDBEnable / transRocksDBEnable /
                                                                            timerRocksDBEnable (5.5)
     batch queues       batchconsumequeue/<topic>/<queue>/                  topic attribute queue.type=BatchCQ (5.0+)
@@ -21,7 +21,9 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
 (paths from RocketMQ 5.5.1's ``StorePathConfigHelper``, ``MessageRocksDBStorage``, ``RocksDBConsumeQueueStore``,
 the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.4's ``DLedgerConfig``).
 
-Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
+The RocksDB ConsumeQueue and v1 RocksDB consumer offsets are read (``store.rocksdb``): only the work still
+not done on them is refused (checking queues against the CommitLog, a rebuild, a recovery verdict, a repair;
+topics and subscription groups in RocksDB; the v2 ``config/rdb``). Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
 evidence and what is refused) and ``Engines.refuse`` stops the work it would get wrong — reading the CommitLog
 of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
 repair, a recovery verdict — with a one-line ``UnsupportedStore`` error: a refusal, never a silent wrong
@@ -45,7 +47,8 @@ class Work(Enum):
     READ_QUEUES = "read the ConsumeQueues"
     CHECK_QUEUES = "check the ConsumeQueues against the CommitLog"
     READ_INDEX = "check the IndexFiles"
-    READ_CONFIG = "read consumer offsets and config"
+    READ_CONFIG = "read the config tables (topics, subscription groups, delay offsets)"
+    READ_OFFSETS = "read consumer offsets"
     REBUILD = "rebuild ConsumeQueues and IndexFiles"
     RECOVER = "predict a restart"
     REPAIR = "repair the store"
@@ -66,6 +69,10 @@ class Engine:
 _EVERYTHING = frozenset(Work)
 _QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
+# a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag); checking
+# it against the CommitLog, a rebuild, a recovery verdict and a repair are not done yet
+_ROCKSDB_QUEUE_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
+_ROCKSDB_QUEUE_READS = "queues and their bounds read from RocksDB (read-only)"
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -77,7 +84,8 @@ KNOWN_ROOT_ENTRIES = frozenset({
 # entries — a dot file — are passed over too)
 NOT_STORE_ENTRIES = frozenset({"lost+found"})
 KNOWN_CONFIG_DIRS = {"topics": "topics", "consumerOffsets": "consumer offsets",
-                     "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)"}
+                     "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)",
+                     "metadata": "every config table (useSingleRocksDBForAllConfigs)"}
 
 
 def is_rocksdb(path: Path) -> bool:
@@ -123,14 +131,15 @@ class Engines:
             raise UnsupportedStore(
                 f"{where}cannot {work.value}: the store uses "
                 + "; ".join(f"{e.name} ({e.evidence})" for e in blocking)
-                + ", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
-                  "were RocketMQ's classic file store")
+                + ", on which rocketstore-spark does not do that yet; refusing rather than answering as if the "
+                  "store were RocketMQ's classic file store")
 
-    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str) -> None:
+    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, reads: str | None = None) -> None:
+        """An engine found; ``reads``: what this release does read of it (None: nothing)."""
         self.engines.append(Engine(name, evidence, refuses))
         what = ", ".join(sorted(w.value for w in refuses))
         self.findings.append(finding("store.unsupported_engine", str(file), None,
-                                     f"{name} ({evidence}): not read by this release; refused: {what}",
+                                     f"{name} ({evidence}): {reads or 'not read by this release'}; refused: {what}",
                                      engine=name, evidence=evidence))
 
 
@@ -161,15 +170,20 @@ def _from_files(root: Path, out: Engines) -> None:
     cq = root / "consumequeue"
     if is_rocksdb(cq):
         out.add("RocksDB ConsumeQueue", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB)",
-                _QUEUE_WORK, cq)
+                _ROCKSDB_QUEUE_WORK, cq, _ROCKSDB_QUEUE_READS)
     if is_rocksdb(root / "consumequeue_rocksdb"):
         out.add("RocksDB ConsumeQueue", "consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ)",
-                _QUEUE_WORK, root / "consumequeue_rocksdb")
+                _ROCKSDB_QUEUE_WORK, root / "consumequeue_rocksdb", _ROCKSDB_QUEUE_READS)
     config = root / "config"
     for sub, what in KNOWN_CONFIG_DIRS.items():
         if is_rocksdb(config / sub):
-            out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
-                    frozenset({Work.READ_CONFIG, Work.REPAIR}), config / sub)
+            if sub in ("consumerOffsets", "metadata"):          # read by store.rocksdb (v1 layout)
+                out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB", frozenset({Work.REPAIR}),
+                        config / sub, "consumer offsets read from RocksDB, as RocksDBConsumerOffsetManager loads them")
+            else:
+                out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
+                        frozenset({Work.READ_CONFIG, Work.REPAIR}) | (
+                            {Work.READ_OFFSETS} if sub == "rdb" else set()), config / sub)
     if (root / "rocksdbstore").is_dir() and _holds_data(root / "rocksdbstore"):
         out.add("RocksDB message store", "rocksdbstore/ holds data (5.5's RocksDB index, timer or transaction store)",
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
@@ -194,8 +208,8 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
         out.add("DLedger CommitLog", "enableDLegerCommitLog=true in broker.conf", _EVERYTHING, where)
     if str(conf.get("storeType", "")).strip().lower() == "defaultrocksdb" and "RocksDB ConsumeQueue" not in known:
         # the broker then keeps topics, groups and consumer offsets in RocksDB too (RocksDB*ConfigManager)
-        out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf", _QUEUE_WORK | {Work.READ_CONFIG},
-                where)
+        out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf",
+                _QUEUE_WORK | {Work.READ_CONFIG, Work.READ_OFFSETS}, where)
     paths = [p for p in str(conf.get("storePathCommitLog", "")).split(",") if p.strip()]
     if len(paths) > 1:
         out.add("multi-path CommitLog", f"storePathCommitLog lists {len(paths)} directories", _EVERYTHING, where)

@@ -37,6 +37,8 @@ from typing import Iterator
 
 import numpy as np
 
+from rocketstore_spark.store.engines import is_rocksdb
+
 CTRL_1 = b"\x01"
 CHECKPOINT_TOPIC = "CHECKPOINT_TOPIC"          # TopicValidator.RMQ_SYS_ROCKSDB_OFFSET_TOPIC
 OFFSET_CF = "offset"
@@ -57,11 +59,6 @@ class RocksDBUnreadable(Exception):
         super().__init__(f"{path}: {why}")
         self.path = str(path)
         self.why = why
-
-
-def is_rocksdb(path: Path) -> bool:
-    """Whether ``path`` is a RocksDB database directory (its CURRENT file names the live MANIFEST)."""
-    return path.is_dir() and (path / "CURRENT").is_file()
 
 
 def queue_db(root: Path | None) -> Path | None:
@@ -99,7 +96,8 @@ def open_readonly(db: Path) -> Iterator[object]:
             rd = Rdict(str(mirror), options=opts, access_type=AccessType.read_only(),
                        column_families={n: Options(raw_mode=True) for n in names if n != "default"})
         except Exception as e:            # rocksdict raises plain Exceptions carrying RocksDB's status
-            raise RocksDBUnreadable(db, f"RocksDB refuses to open it read-only: {e}") from None
+            raise RocksDBUnreadable(db, f"RocksDB refuses to open it read-only: {str(e).replace(str(mirror), str(db))}"
+                                    ) from None
         yield rd
     finally:
         if rd is not None:
@@ -115,6 +113,19 @@ def _column(rd, name: str):
         return rd if name == "default" else rd.get_column_family(name)
     except Exception:
         return None
+
+
+def _pairs(cf, path: str, name: str) -> Iterator[tuple[bytes, bytes]]:
+    """Every (key, value) of a column family in key order; RocksDBUnreadable when reading fails midway."""
+    it = cf.iter()
+    it.seek_to_first()
+    while it.valid():
+        yield it.key(), it.value()
+        it.next()
+    try:
+        it.status()
+    except Exception as e:
+        raise RocksDBUnreadable(path, f"reading the '{name}' column family: {e}") from None
 
 
 def offset_key(topic: str, queue_id: int, kind: str) -> bytes:
@@ -153,7 +164,7 @@ def read_queue_table(rd, path: str) -> QueueTable:
     if cf is None:
         raise RocksDBUnreadable(path, "no 'offset' column family: not a RocketMQ ConsumeQueue database")
     table = QueueTable(path, None)
-    for k, v in cf.items():
+    for k, v in _pairs(cf, path, OFFSET_CF):
         if len(k) < 14:
             table.malformed += 1
             continue
@@ -180,7 +191,7 @@ def read_queue_table(rd, path: str) -> QueueTable:
 
 
 def read_units(rd, topic: str, queue_id: int, start: int = 0, stop: int | None = None,
-               batch: int = BATCH) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+               batch: int = BATCH, path: str = "") -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(queue offsets int64, units UNIT_DTYPE) of one queue's keys in the default column family from queue
     offset ``start`` up to ``stop`` (exclusive; None: every key), ascending, in batches of ``batch``. Values of
     another length than 28 bytes are passed over (RocketMQ's reads would fail on them). The binding yields a
@@ -211,9 +222,18 @@ def read_units(rd, topic: str, queue_id: int, start: int = 0, stop: int | None =
             if len(offs) >= batch:
                 yield flush()
         it.next()
+    _status(it, path, topic, queue_id)
     if offs:
         yield flush()
     del it
+
+
+def _status(it, path: str, topic: str, queue_id: int) -> None:
+    """Raise RocksDBUnreadable when an iteration ended on an error (a damaged block) rather than at the end."""
+    try:
+        it.status()
+    except Exception as e:
+        raise RocksDBUnreadable(path, f"reading the units of {topic}/{queue_id}: {e}") from None
 
 
 def get_unit(rd, topic: str, queue_id: int, queue_offset: int) -> np.void | None:
@@ -252,7 +272,7 @@ def read_rocksdb_offsets(db: Path, cf_name: str, version_cf: str) -> RocksOffset
         cf = _column(rd, cf_name)
         if cf is None:
             raise RocksDBUnreadable(db, f"no '{cf_name}' column family")
-        for k, v in cf.items():
+        for k, v in _pairs(cf, str(db), cf_name):
             key = k.decode("utf-8", "replace")
             topic, at, group = key.rpartition("@")
             try:

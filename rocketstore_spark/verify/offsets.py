@@ -20,6 +20,7 @@ from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.rocksdb import RocksDBUnreadable
 from rocketstore_spark.store.files import (read_consumer_offsets, read_delay_offsets, read_subscription_groups,
                                            read_topics)
 
@@ -114,6 +115,18 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
     return report
 
 
+def offsets_against_stored_bounds(layout: StoreLayout, expired_min_is_max: bool, group: str | None = None
+                                  ) -> tuple[OffsetsReport, list[Finding]]:
+    """``check_offsets`` against the bounds RocketMQ gives the store's queues as they are stored
+    (``store_queue_bounds``), and a ``rocksdb.unreadable`` finding when the RocksDB ConsumeQueue cannot be
+    read (its offsets are then not checked)."""
+    try:
+        bounds = store_queue_bounds(layout, expired_min_is_max)
+    except RocksDBUnreadable as e:
+        return OffsetsReport(None), [finding("rocksdb.unreadable", e.path, None, e.why)]
+    return check_offsets(layout, bounds, group), []
+
+
 def _time_at(layout: StoreLayout, queue: QueueFiles | None, queue_offset: int) -> int | None:
     e = queue.entry(queue_offset) if queue is not None else None
     return store_timestamp_at(layout, e[0]) if e is not None else None
@@ -185,9 +198,10 @@ def consumer_lag(layouts: list[StoreLayout], how: str = "as-broker", value: str 
     out = ConsumerLag()
     for layout in layouts:
         expired_min_is_max = resolve(layout, options).release.expired_min_is_max
-        layout.refuse(Work.READ_CONFIG)
+        layout.refuse(Work.READ_OFFSETS)
         layout.refuse(Work.READ_QUEUES)
-        report = check_offsets(layout, store_queue_bounds(layout, expired_min_is_max), group)
+        report, problems = offsets_against_stored_bounds(layout, expired_min_is_max, group)
+        out.findings += problems
         out.lags += report.lags
         out.findings += report.findings
         out.plan += reset_plan(layout, report.lags, how, value, group)
@@ -202,5 +216,5 @@ def write_reset_plan(plan: list[dict], path: str) -> None:
         w.writerows(plan)
 
 
-__all__ = ["ConsumerLag", "OffsetsReport", "QueueLag", "RESETS", "RESET_COLUMNS", "STATUSES", "check_offsets",
+__all__ = ["ConsumerLag", "OffsetsReport", "offsets_against_stored_bounds", "QueueLag", "RESETS", "RESET_COLUMNS", "STATUSES", "check_offsets",
            "consumer_lag", "reset_plan", "write_reset_plan"]

@@ -48,7 +48,7 @@ from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
-from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
+from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
 from rocketstore_spark.verify.state import LogState, check_state
 
@@ -337,8 +337,14 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
-    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files}) \
-        if not (layout.refused(Work.READ_CONFIG) or layout.refused(Work.CHECK_QUEUES)) else OffsetsReport(None)
+    if not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.CHECK_QUEUES)):
+        offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files})
+    elif not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.READ_QUEUES)):
+        # queues read but not checked (a RocksDB ConsumeQueue): the bounds RocketMQ gives them as stored
+        offsets, bounds_findings = offsets_against_stored_bounds(layout, settings.release.expired_min_is_max)
+        findings += bounds_findings
+    else:
+        offsets = OffsetsReport(None)
     findings += [f for q in queues for f in q.findings] + [f for i in index for f in i.findings] + offsets.findings
     names = {seg.base_offset: os.path.basename(seg.path) for seg in layout.segments}
     return StoreVerdict(layout.name, settings, log, [(names[b], s) for b, s in scans], queues, index, offsets,

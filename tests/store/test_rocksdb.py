@@ -1,0 +1,178 @@
+"""The RocksDB ConsumeQueue and RocksDB consumer offsets (storeType=defaultRocksDB) against RocketMQ 5.5.1's own
+view of tests/golden/rocksdb-5.5.1/ (RocksDBGolden: the database as stored, and a real restart): every unit,
+every queue's bounds, the dispatch checkpoint, the committed offsets and their lag; the store untouched by
+every command; a damaged database a finding, a locked one read."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
+from rocketstore_spark.store import rocksdb
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.files import read_consumer_offsets
+from rocketstore_spark.verify.offsets import consumer_lag
+from tests.cli.helpers import run
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "rocksdb-5.5.1"
+SCENARIOS = ("clean", "crash")
+
+
+def manifest(scenario: str) -> dict:
+    return json.loads((GOLDEN / scenario / "manifest.json").read_text())
+
+
+def store(scenario: str) -> Path:
+    return GOLDEN / scenario / "store"
+
+
+def written_offsets() -> dict[tuple[str, str, int], int]:
+    """(topic, group, queue) -> offset: what RocksDBGolden wrote into the clean store's config/consumerOffsets/."""
+    written = {}
+    for spec in manifest("clean")["consumer_offsets_written"]:        # topic@group/queue=offset
+        key, _, offset = spec.rpartition("=")
+        topic_group, _, queue = key.rpartition("/")
+        topic, _, group = topic_group.rpartition("@")
+        written[(topic, group, int(queue))] = int(offset)
+    return written
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (symlinks included) and its bytes' digest."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_unit_and_max_offset_is_rocketmqs_as_stored(scenario):
+    want = manifest(scenario)["stored"]
+    with rocksdb.open_readonly(rocksdb.queue_db(store(scenario))) as rd:
+        table = rocksdb.read_queue_table(rd, "consumequeue")
+        assert table.max_physical_offset == want["max_physical_offset"]
+        assert table.malformed == 0
+        assert sorted(k for k, q in table.queues.items() if q.max) == sorted(
+            (q["topic"], q["queue_id"]) for q in want["queues"])
+        for q in want["queues"]:
+            mine = table.queues[(q["topic"], q["queue_id"])]
+            assert (mine.max[1] + 1, mine.max[0]) == (q["max_offset"], q["max_physical_offset"])
+            got = [[o, *u] for offsets, units in rocksdb.read_units(rd, q["topic"], q["queue_id"], 0, q["max_offset"],
+                                                                     batch=7)
+                   for o, u in zip(offsets.tolist(), units.tolist())]
+            assert got == q["units"], (q["topic"], q["queue_id"])
+
+
+def test_queue_bounds_are_rocketmqs_after_a_clean_restart():
+    # a clean shutdown: RocketMQ's restart changes nothing, so its answers then are the database's
+    rec = manifest("clean")["recovery"]
+    assert rec["loaded"] and rec["max_physical_offset_in_queues"] == rec["commitlog_max_offset"]
+    layout = discover(str(store("clean")))[0]
+    assert store_queue_bounds(layout) == {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
+                                          for q in rec["queues"]}
+    with rocksdb.open_readonly(rocksdb.queue_db(store("clean"))) as rd:
+        for q in rec["queues"]:
+            got = [[o, int(u["physical_offset"]), int(u["size"]), int(u["tags_code"])]
+                   for offsets, units in rocksdb.read_units(rd, q["topic"], q["queue_id"], q["min_offset"],
+                                                           q["max_offset"]) for o, u in zip(offsets.tolist(), units)]
+            assert got == q["units"]
+
+
+def test_a_crashed_store_is_read_as_its_database_holds_it():
+    # RocketMQ writes the ConsumeQueue without a WAL: the crash kept what was flushed; its restart re-dispatches
+    # from the checkpoint on. The bounds read are the stored ones, not the restart's.
+    m = manifest("crash")
+    stored = {(q["topic"], q["queue_id"]): q["max_offset"] for q in m["stored"]["queues"]}
+    assert m["recovery"]["dispatch_from_physical_offset"] == m["stored"]["max_physical_offset"]
+    assert m["stored"]["max_physical_offset"] < m["recovery"]["commitlog_max_offset"]
+    bounds = store_queue_bounds(discover(str(store("crash")))[0])
+    assert {k: hi for k, (lo, hi) in bounds.items()} == stored
+    assert all(lo == 0 for lo, hi in bounds.values())
+
+
+def test_consumer_offsets_come_from_rocksdb_with_their_lag():
+    written = written_offsets()
+    layout = discover(str(store("clean")))[0]
+    offsets = read_consumer_offsets(layout.files)
+    assert offsets.source.endswith("config/consumerOffsets") and not offsets.problems
+    assert {(t, g, q): o for t, g, q, o in offsets.rows} == written
+    bounds = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
+              for q in manifest("clean")["recovery"]["queues"]}
+    lags = {(x.topic, x.consumer_group, x.queue_id): x for x in consumer_lag([layout]).lags}
+    assert lags.keys() == written.keys()
+    for key, offset in written.items():
+        b = bounds.get((key[0], key[2]))
+        lag = lags[key]
+        assert (lag.min_offset, lag.max_offset) == (b if b else (None, None))
+        if b is None:
+            assert lag.status == "unknown_queue"
+        else:
+            assert lag.status == ("beyond_max" if offset > b[1] else "caught_up" if offset == b[1] else "in_range")
+            assert lag.lag == b[1] - min(max(offset, b[0]), b[1])
+
+
+def test_commands_leave_the_store_untouched_and_refuse_what_they_cannot_do(tmp_path):
+    before = {s: snapshot(store(s)) for s in SCENARIOS}
+    for s in SCENARIOS:
+        assert run("inspect", store(s)).exit_code == 0
+        r = run("offsets", store(s), "--json")
+        assert r.exit_code in (0, 3), r.output
+        for argv in (("rebuild", store(s), "--output", tmp_path / f"rebuilt-{s}"), ("recover", "report", store(s))):
+            r = run(*argv)
+            assert r.exit_code == 2 and "RocksDB ConsumeQueue" in r.output and "refusing" in r.output, r.output
+    assert {s: snapshot(store(s)) for s in SCENARIOS} == before
+
+
+def _copy(tmp_path: Path, scenario: str = "clean") -> Path:
+    dst = tmp_path / "store"
+    shutil.copytree(store(scenario), dst)
+    return dst
+
+
+@pytest.mark.parametrize("damage", ["manifest-missing", "sst-truncated", "sst-block-flipped", "not-a-consume-queue"])
+def test_a_damaged_database_is_a_finding_naming_it(tmp_path, damage):
+    root = _copy(tmp_path)
+    db = root / "consumequeue"
+    if damage == "manifest-missing":
+        for p in db.glob("MANIFEST-*"):
+            p.unlink()
+    elif damage == "sst-truncated":
+        for p in db.glob("*.sst"):
+            p.write_bytes(p.read_bytes()[:100])
+    elif damage == "sst-block-flipped":             # a data block's bytes: the open succeeds, reading fails
+        for p in db.glob("*.sst"):
+            data = bytearray(p.read_bytes())
+            data[40:48] = bytes(b ^ 0xFF for b in data[40:48])
+            p.write_bytes(bytes(data))
+    else:                                      # a RocksDB database of another kind where the queues belong
+        shutil.rmtree(db)
+        shutil.copytree(root / "config" / "consumerOffsets", db)
+    r = run("offsets", root)
+    assert r.exit_code == 3, r.output
+    assert "rocksdb.unreadable" in r.output and str(db) in r.output and "Traceback" not in r.output
+    r = run("inspect", root, "--json")
+    assert r.exit_code in (0, 3) and "rocksdb.unreadable" in r.output
+
+
+def test_damaged_consumer_offsets_are_a_problem_not_a_traceback(tmp_path):
+    root = _copy(tmp_path)
+    for p in (root / "config" / "consumerOffsets").glob("*.sst"):
+        p.write_bytes(b"\0" * 64)
+    offsets = read_consumer_offsets(discover(str(root))[0].files)
+    assert offsets.rows == [] and any("config/consumerOffsets" in p for p in offsets.problems)
+    r = run("offsets", root)
+    assert r.exit_code == 3 and "offsets.unreadable" in r.output and "config/consumerOffsets" in r.output
+
+
+def test_a_database_a_broker_holds_is_read_without_its_lock(tmp_path):
+    root = _copy(tmp_path)
+    lock = root / "consumequeue" / "LOCK"
+    with open(lock, "r+b") as held:
+        fcntl.lockf(held, fcntl.LOCK_EX | fcntl.LOCK_NB)      # as RocksDB's PosixEnv::LockFile holds it
+        before = snapshot(root)
+        bounds = store_queue_bounds(discover(str(root))[0])
+        assert len(bounds) == len(manifest("clean")["stored"]["queues"])
+        assert snapshot(root) == before
