@@ -94,6 +94,6 @@ class ConsumeQueueReader(TableReader):
 class ConsumeQueueDataSource(TableSource):
     """One row per written ConsumeQueue entry (see module docstring)."""
     NAME = "rocketmq_consumequeue"
-    WORK = Work.READ_QUEUES
+    WORK = Work.READ_QUEUE_UNITS
     SCHEMA = CONSUMEQUEUE_SCHEMA
     READER = ConsumeQueueReader

@@ -35,7 +35,7 @@ def inspect_store(layout: StoreLayout) -> dict:
     problems = []
     try:
         bounds = store_queue_bounds(layout, settings.release.expired_min_is_max) \
-            if not layout.refused(Work.READ_QUEUES) else {}
+            if not layout.refused(Work.READ_QUEUE_UNITS) else {}
     except RocksDBUnreadable as e:
         bounds, problems = {}, [finding("rocksdb.unreadable", e.path, None, e.why).render()]
     queues = []

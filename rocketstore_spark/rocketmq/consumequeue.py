@@ -229,25 +229,36 @@ def rocksdb_queue_bounds(db, log_min: int) -> dict[tuple[str, int], tuple[int, i
 
 
 def rocksdb_min_offset(rd, q, log_min: int) -> int:
-    """``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` without its writes: the stored "min" when its record is
-    still in the log, else ``correctMinCqOffset``'s answer (the binary search of ``binarySearchInCQ`` for the
-    first unit at or after ``log_min``), returned as RocketMQ returns it."""
-    if q.min is not None and q.min[0] >= log_min:
-        return q.min[1]
-    cq_offset = q.min[1] if q.min is not None else 0
-    if q.max is None:
+    """``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` of queue ``q`` (a ``store.rocksdb.QueueOffsets``) on the
+    opened database ``rd``, without its writes (``min_offset_by_search``)."""
+    def get(queue_offset: int) -> int | None:
+        unit = rocksdb.get_unit(rd, q.topic, q.queue_id, queue_offset)
+        return None if unit is None else int(unit["physical_offset"])
+    return min_offset_by_search(get, q.min, q.max, log_min)
+
+
+def min_offset_by_search(get, stored_min: tuple[int, int] | None, stored_max: tuple[int, int] | None,
+                         log_min: int) -> int:
+    """``getMinCqOffset`` as RocketMQ 5.5.1 answers it: the stored "min" (physical offset, queue offset) when its
+    record is still in the log (>= ``log_min``), else ``correctMinCqOffset``'s answer — 0 without a "max"; max + 1
+    when the max's record is below the log; else the first unit at or after ``log_min`` by ``binarySearchInCQ``
+    (min mode, over [stored min or 0, max]; ``get``: queue offset -> physical offset or None), or, when it finds
+    none, the stored min (0 without one), returned as RocketMQ returns it."""
+    if stored_min is not None and stored_min[0] >= log_min:
+        return stored_min[1]
+    cq_offset = stored_min[1] if stored_min is not None else 0
+    if stored_max is None:
         return 0
-    max_phy, max_cq = q.max
+    max_phy, max_cq = stored_max
     if max_phy < log_min:
         return max_cq + 1
     low, high, found = cq_offset, max_cq, -1
     while high >= low:
         mid = low + ((high - low) >> 1)
-        unit = rocksdb.get_unit(rd, q.topic, q.queue_id, mid)
-        if unit is None:
+        phy = get(mid)
+        if phy is None:
             low = mid + 1
             continue
-        phy = int(unit["physical_offset"])
         if phy == log_min:
             found = mid
             break

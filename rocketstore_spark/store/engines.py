@@ -44,7 +44,8 @@ from rocketstore_spark.findings import Finding, finding
 class Work(Enum):
     """What a caller is about to do with a store (what an unsupported engine can make wrong)."""
     READ_COMMITLOG = "read the CommitLog"
-    READ_QUEUES = "read the ConsumeQueues"
+    READ_QUEUES = "read the ConsumeQueue files"
+    READ_QUEUE_UNITS = "read the queues' entries and bounds"      # files, or a RocksDB ConsumeQueue
     CHECK_QUEUES = "check the ConsumeQueues against the CommitLog"
     READ_INDEX = "check the IndexFiles"
     READ_CONFIG = "read the config tables (topics, subscription groups, delay offsets)"
@@ -67,12 +68,15 @@ class Engine:
 
 
 _EVERYTHING = frozenset(Work)
-_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
+_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER,
+                         Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
-# a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag); checking
-# it against the CommitLog, a rebuild, a recovery verdict and a repair are not done yet
-_ROCKSDB_QUEUE_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
-_ROCKSDB_QUEUE_READS = "queues and their bounds read from RocksDB (read-only)"
+# a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag: the work
+# that asks for READ_QUEUE_UNITS) and its restart predicted (rocketmq.rocksdb_recovery); whatever reads
+# ConsumeQueue files (READ_QUEUES: queries and exports by queue, the system topics), checking the queues against
+# the CommitLog, a rebuild and a repair are not done yet
+_ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
+_ROCKSDB_QUEUE_READS = "queues, their bounds and RocksDB mode's recovery read from RocksDB (read-only)"
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({

@@ -242,6 +242,18 @@ def get_unit(rd, topic: str, queue_id: int, queue_offset: int) -> np.void | None
     return np.frombuffer(v, dtype=UNIT_DTYPE)[0] if v is not None and len(v) == UNIT_SIZE else None
 
 
+class QueueUnits:
+    """One queue of an opened RocksDB ConsumeQueue with ``lookup.queue_files.QueueFiles``' ``entry``."""
+
+    def __init__(self, rd, topic: str, queue_id: int):
+        self.rd, self.topic, self.queue_id = rd, topic, queue_id
+
+    def entry(self, queue_offset: int) -> tuple[int, int, int] | None:
+        """(physical offset, size, tagsCode) of the unit at ``queue_offset``; None where there is none."""
+        u = get_unit(self.rd, self.topic, self.queue_id, queue_offset)
+        return None if u is None else (int(u["physical_offset"]), int(u["size"]), int(u["tags_code"]))
+
+
 # ------------------------------------------------------------------------------------- consumer offsets
 
 def offsets_db(root: Path | None) -> tuple[Path, str, str] | None:

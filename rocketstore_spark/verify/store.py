@@ -339,7 +339,7 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
     if not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.CHECK_QUEUES)):
         offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files})
-    elif not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.READ_QUEUES)):
+    elif not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.READ_QUEUE_UNITS)):
         # queues read but not checked (a RocksDB ConsumeQueue): the bounds RocketMQ gives them as stored
         offsets, bounds_findings = offsets_against_stored_bounds(layout, settings.release.expired_min_is_max)
         findings += bounds_findings

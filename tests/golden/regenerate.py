@@ -467,19 +467,38 @@ ROCKSDB_OFFSETS = ("TopicTest@golden_in_range/0=5", "TopicTest@golden_in_range/1
                    "OrderTopic@golden_caught_up/0=8", "%RETRY%golden_group@golden_group/0=1", "NoSuchTopic@golden_ghost/0=7")
 
 
+ROCKSDB_TORN_AT = 8000     # torn: 64 zero bytes at this position of the clean store's last segment
+
+
 def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
-    """``rocksdb-5.5.1/{clean,crash}``: RocketMQ's RocksDBMessageStore writes them (RocksDBGolden write), the
-    clean one gets consumer offsets in RocksDB (RocksDBGolden offsets), and each manifest is RocketMQ's view
-    (RocksDBGolden view: the database as stored, and a real restart on a copy)."""
+    """``rocksdb-5.5.1/{clean,crash,torn}``: RocketMQ's RocksDBMessageStore writes them (RocksDBGolden write;
+    torn is the clean store with an abort file and a record of its last segment zeroed), the clean one gets
+    consumer offsets in RocksDB (RocksDBGolden offsets), and each manifest is RocketMQ's view (RocksDBGolden
+    view: the database as stored, and a real restart on a copy)."""
     classpath = build(ROCKSDB_VERSION, rocksdb=True)
     main = "io.rocketstore.golden.RocksDBGolden"
     folder = out / ROCKSDB_FOLDER
     names = []
-    for mode in ("clean", "crash"):
+    for mode in ("clean", "crash", "torn"):
         sdir = folder / mode
         shutil.rmtree(sdir, ignore_errors=True)
         store = sdir / "store"
-        run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
+        surgery = []
+        if mode == "torn":
+            # the clean store as a crash leaves it with a record of its last segment torn: the log then ends
+            # before the database's dispatch checkpoint, and RocketMQ truncates the queues' maxes
+            shutil.copytree(folder / "clean" / "store", store)
+            shutil.rmtree(store / "config" / "consumerOffsets")
+            (store / "abort").write_bytes(b"")
+            segment = sorted((store / "commitlog").iterdir())[-1]
+            with open(segment, "r+b") as f:
+                f.seek(ROCKSDB_TORN_AT)
+                f.write(bytes(64))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": ROCKSDB_TORN_AT,
+                        "length": 64}, {"action": "create", "file": "abort"},
+                       {"action": "delete", "file": "config/consumerOffsets"}]
+        else:
+            run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
         offsets = ROCKSDB_OFFSETS if mode == "clean" else ()
         if offsets:
             run(classpath, "offsets", "--store", str(store), *[a for o in offsets for a in ("--set", o)], main=main)
@@ -488,7 +507,7 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
             main=main)
         manifest = {"scenario": mode, "rocketmq_version": ROCKSDB_VERSION, "store": "store",
                     "store_type": "defaultRocksDB", "geometry": GEOMETRY,
-                    "consumer_offsets_written": list(offsets), "files": sorted(
+                    "consumer_offsets_written": list(offsets), "surgery": surgery, "files": sorted(
                         str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()),
                     **json.loads(view.read_text())}
         (sdir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")

@@ -52,8 +52,9 @@ def test_rocksdb_consume_queues_refuse_queue_work_but_not_the_commitlog(tmp_path
     shutil.copytree(ROCKSDB, store / "consumequeue")
     layout = discover(str(store))[0]
     layout.refuse(Work.READ_COMMITLOG)
-    layout.refuse(Work.READ_QUEUES)            # read through store.rocksdb (tests/store/test_rocksdb.py)
-    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+    layout.refuse(Work.READ_QUEUE_UNITS)       # read and recovered through store.rocksdb (tests/store/test_rocksdb.py)
+    layout.refuse(Work.RECOVER)
+    for work in (Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR):
         with pytest.raises(UnsupportedStore, match="RocksDB ConsumeQueue"):
             layout.refuse(work)
 

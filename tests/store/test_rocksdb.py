@@ -1,7 +1,8 @@
 """The RocksDB ConsumeQueue and RocksDB consumer offsets (storeType=defaultRocksDB) against RocketMQ 5.5.1's own
 view of tests/golden/rocksdb-5.5.1/ (RocksDBGolden: the database as stored, and a real restart): every unit,
-every queue's bounds, the dispatch checkpoint, the committed offsets and their lag; the store untouched by
-every command; a damaged database a finding, a locked one read."""
+every queue's bounds, the dispatch checkpoint, the committed offsets and their lag, the recovery report
+against RocketMQ's real restart; the store untouched by every command; a damaged database a finding, a locked
+one read."""
 from __future__ import annotations
 
 import fcntl
@@ -20,7 +21,7 @@ from rocketstore_spark.verify.offsets import consumer_lag
 from tests.cli.helpers import run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "rocksdb-5.5.1"
-SCENARIOS = ("clean", "crash")
+SCENARIOS = ("clean", "crash", "torn")
 
 
 def manifest(scenario: str) -> dict:
@@ -112,6 +113,23 @@ def test_consumer_offsets_come_from_rocksdb_with_their_lag():
         else:
             assert lag.status == ("beyond_max" if offset > b[1] else "caught_up" if offset == b[1] else "in_range")
             assert lag.lag == b[1] - min(max(offset, b[0]), b[1])
+    # the lag's age: the store times of the records the units point at (RocketMQ's units carry the same)
+    units = {(q["topic"], q["queue_id"]): {u[0]: u[4] for u in q["units"]} for q in manifest("clean")["stored"]["queues"]}
+    for (topic, group, queue), lag in lags.items():
+        if lag.status == "in_range":
+            assert lag.oldest_unconsumed_timestamp == units[(topic, queue)][lag.consumer_offset]
+            assert lag.newest_timestamp == units[(topic, queue)][lag.max_offset - 1]
+    # a reset to a time: the first unit stored at or after it (here the 5th unit of TopicTest/0)
+    at = units[("TopicTest", 0)][4]
+    plan = {(p["topic"], p["queue_id"], p["consumer_group"]): p["new_offset"]
+            for p in consumer_lag([layout], "to-datetime", _iso(at)).plan}
+    first = min(o for o, t in units[("TopicTest", 0)].items() if t >= at)
+    assert plan[("TopicTest", 0, "golden_in_range")] == first
+
+
+def _iso(ms: int) -> str:
+    import datetime as dt
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat()
 
 
 def test_commands_leave_the_store_untouched_and_refuse_what_they_cannot_do(tmp_path):
@@ -120,10 +138,36 @@ def test_commands_leave_the_store_untouched_and_refuse_what_they_cannot_do(tmp_p
         assert run("inspect", store(s)).exit_code == 0
         r = run("offsets", store(s), "--json")
         assert r.exit_code in (0, 3), r.output
-        for argv in (("rebuild", store(s), "--output", tmp_path / f"rebuilt-{s}"), ("recover", "report", store(s))):
+        assert run("recover", "report", store(s), "--json").exit_code in (0, 3)
+        for argv in (("rebuild", store(s), "--output", tmp_path / f"rebuilt-{s}"),
+                     ("recover", "plan", store(s), "--output", tmp_path / f"plan-{s}")):
             r = run(*argv)
             assert r.exit_code == 2 and "RocksDB ConsumeQueue" in r.output and "refusing" in r.output, r.output
+        # what reads ConsumeQueue files still refuses, rather than finding nothing
+        r = run("query", store(s), "--topic", "TopicTest", "--queue", 0, "--queue-offset", 0)
+        assert r.exit_code == 2 and "cannot read the ConsumeQueue files" in r.output, r.output
     assert {s: snapshot(store(s)) for s in SCENARIOS} == before
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_recovery_report_is_rocketmqs_restart(scenario):
+    # clean: nothing to do; crash: the walk from the segment at or below the database's checkpoint, every record
+    # dispatched again; torn: the log ends before the checkpoint and the queues' maxes are truncated
+    from rocketstore_spark.recovery.report import recovery_report
+    m = manifest(scenario)
+    rec = m["recovery"]
+    doc, _ = recovery_report(str(store(scenario)))
+    assert doc["store_type"] == "defaultRocksDB" and doc["max_cq"] == m["stored"]["max_physical_offset"]
+    assert doc["shutdown"] == ("abnormal" if m["abort_present"] else "normal")
+    assert doc["process_offset"] == rec["commitlog_max_offset"]
+    assert sorted(doc["commitlog_files_deleted"] + doc["index_files_deleted"]) == sorted(
+        f for f in rec["files_deleted"] if f.startswith(("commitlog/", "index/")))
+    dispatched = rec["dispatched_during_load"]
+    if dispatched["records"]:
+        assert (doc["dispatch"]["from"], doc["dispatch"]["to"]) == (dispatched["first_physical_offset"],
+                                                                    dispatched["end_physical_offset"])
+    assert {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in doc["consumequeues"]} == {
+        (q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in rec["queues"]}
 
 
 def _copy(tmp_path: Path, scenario: str = "clean") -> Path:
