@@ -21,9 +21,10 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
 (paths from RocketMQ 5.5.1's ``StorePathConfigHelper``, ``MessageRocksDBStorage``, ``RocksDBConsumeQueueStore``,
 the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.4's ``DLedgerConfig``).
 
-The RocksDB ConsumeQueue and v1 RocksDB consumer offsets are read (``store.rocksdb``): only the work still
-not done on them is refused (checking queues against the CommitLog, a rebuild, a recovery verdict, a repair;
-topics and subscription groups in RocksDB; the v2 ``config/rdb``). Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
+The RocksDB ConsumeQueue and v1 RocksDB consumer offsets are read (``store.rocksdb``; the queue checks, the
+lag and the recovery report follow them): only the work still not done on them is refused (reading
+ConsumeQueue files — queries, exports and system-topic views by queue —, a rebuild, a repair; topics and
+subscription groups in RocksDB; the v2 ``config/rdb``). Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
 evidence and what is refused) and ``Engines.refuse`` stops the work it would get wrong — reading the CommitLog
 of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
 repair, a recovery verdict — with a one-line ``UnsupportedStore`` error: a refusal, never a silent wrong
@@ -72,11 +73,11 @@ _QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.CHECK_QUE
                          Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
 # a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag: the work
-# that asks for READ_QUEUE_UNITS) and its restart predicted (rocketmq.rocksdb_recovery); whatever reads
-# ConsumeQueue files (READ_QUEUES: queries and exports by queue, the system topics), checking the queues against
-# the CommitLog, a rebuild and a repair are not done yet
-_ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
-_ROCKSDB_QUEUE_READS = "queues, their bounds and RocksDB mode's recovery read from RocksDB (read-only)"
+# that asks for READ_QUEUE_UNITS), checked against the CommitLog (verify.rocksdb_queues) and its restart
+# predicted (rocketmq.rocksdb_recovery); whatever reads ConsumeQueue files (READ_QUEUES: queries and exports by
+# queue, the system topics), a rebuild and a repair are not done yet
+_ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.REBUILD, Work.REPAIR})
+_ROCKSDB_QUEUE_READS = "queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only)"
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({

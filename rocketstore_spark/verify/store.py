@@ -44,12 +44,14 @@ from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
+from rocketstore_spark.verify.rocksdb_queues import check_rocksdb_queues
 from rocketstore_spark.verify.state import LogState, check_state
 
 
@@ -307,10 +309,14 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
                                settings.message_delay_level, log, newest=k == len(known) - 1,
                                previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
                    for k, v in enumerate(known)]
-        dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()} if check_queues else {}
+        db = queue_db(layout.root) if check_queues else None
+        dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()} if check_queues and db is None else {}
         locate = segment_locator(segment_names(layout, root))
         queues = []
         seen = set()
+        if db is not None:          # a RocksDB ConsumeQueue: its units against the same dispatch
+            queues, problems = check_rocksdb_queues(db, spill.queue_groups(), log, root)
+            findings += problems
 
         def check_group(group):
             return [check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
@@ -319,7 +325,7 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         # a group's queues are checked on the pool while this thread reads and sorts the next group: two groups
         # held at most
         checking = None
-        for group in (spill.queue_groups() if spill is not None else ()):
+        for group in (spill.queue_groups() if spill is not None and db is None else ()):
             seen.update((topic, queue_id) for topic, queue_id, _ in group)
             if checking is not None:
                 queues += checking.result()
@@ -338,7 +344,8 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
     findings += check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
     if not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.CHECK_QUEUES)):
-        offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files})
+        offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues
+                                         if q.files or (db is not None and q.max_offset)})
     elif not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.READ_QUEUE_UNITS)):
         # queues read but not checked (a RocksDB ConsumeQueue): the bounds RocketMQ gives them as stored
         offsets, bounds_findings = offsets_against_stored_bounds(layout, settings.release.expired_min_is_max)

@@ -54,7 +54,8 @@ def test_rocksdb_consume_queues_refuse_queue_work_but_not_the_commitlog(tmp_path
     layout.refuse(Work.READ_COMMITLOG)
     layout.refuse(Work.READ_QUEUE_UNITS)       # read and recovered through store.rocksdb (tests/store/test_rocksdb.py)
     layout.refuse(Work.RECOVER)
-    for work in (Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR):
+    layout.refuse(Work.CHECK_QUEUES)
+    for work in (Work.READ_QUEUES, Work.REBUILD, Work.REPAIR):
         with pytest.raises(UnsupportedStore, match="RocksDB ConsumeQueue"):
             layout.refuse(work)
 

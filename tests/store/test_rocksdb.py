@@ -170,6 +170,36 @@ def test_the_recovery_report_is_rocketmqs_restart(scenario):
         (q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in rec["queues"]}
 
 
+def test_verify_checks_the_units_against_the_commitlog():
+    from rocketstore_spark.verify.store import verify_store
+    queue_findings = lambda v: [f for f in v.findings if f.check.startswith("consumequeue.")]   # noqa: E731
+    # clean: nothing to say; every queue's bounds are RocketMQ's
+    v = verify_store(str(store("clean")))
+    assert queue_findings(v) == []
+    assert {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in v.queues} == {
+        (q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in manifest("clean")["recovery"]["queues"]}
+    # crash: the records the database lost are lagging, as many per queue as RocketMQ's restart adds back
+    m = manifest("crash")
+    stored = {(q["topic"], q["queue_id"]): q["max_offset"] for q in m["stored"]["queues"]}
+    restarted = {(q["topic"], q["queue_id"]): q["max_offset"] for q in m["recovery"]["queues"]}
+    v = verify_store(str(store("crash")))
+    assert {f.check for f in queue_findings(v)} == {"consumequeue.lagging"}
+    assert {(f.topic, f.queue_id): f.evidence["records"] for f in queue_findings(v)} == {
+        k: n - stored.get(k, 0) for k, n in restarted.items() if n > stored.get(k, 0)}
+    # torn: the damaged record's unit no longer matches its dispatch (RocketMQ's restart re-dispatches it with
+    # the tagsCode we expect), and a unit points where the log now ends (RocketMQ's restart still serves it)
+    m = manifest("torn")
+    after = {(q["topic"], q["queue_id"]): {u[0]: u[1:] for u in q["units"]} for q in m["recovery"]["queues"]}
+    v = verify_store(str(store("torn")))
+    found = {f.check: f for f in queue_findings(v)}
+    assert sorted(found) == ["consumequeue.entry_mismatch", "consumequeue.extra_entry"]
+    f = found["consumequeue.entry_mismatch"]
+    assert [f.evidence["expected_physical_offset"], f.evidence["expected_size"], f.evidence["expected_tags_code"]] \
+        == after[(f.topic, f.queue_id)][f.queue_offset]
+    f = found["consumequeue.extra_entry"]
+    assert f.physical_offset == m["recovery"]["commitlog_max_offset"] == after[(f.topic, f.queue_id)][f.queue_offset][0]
+
+
 def _copy(tmp_path: Path, scenario: str = "clean") -> Path:
     dst = tmp_path / "store"
     shutil.copytree(store(scenario), dst)
