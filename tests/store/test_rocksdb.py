@@ -250,3 +250,14 @@ def test_a_database_a_broker_holds_is_read_without_its_lock(tmp_path):
         bounds = store_queue_bounds(discover(str(root))[0])
         assert len(bounds) == len(manifest("clean")["stored"]["queues"])
         assert snapshot(root) == before
+
+
+def test_the_spark_verify_job_refuses_rather_than_check_queue_files_that_are_not_there():
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "jobs/verify.py", "--store", str(store("clean"))], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("verify: ") and "cannot read the ConsumeQueue files" in proc.stderr
+    assert "Traceback" not in proc.stderr
