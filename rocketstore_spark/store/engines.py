@@ -77,7 +77,8 @@ _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
 # predicted (rocketmq.rocksdb_recovery); whatever reads ConsumeQueue files (READ_QUEUES: queries and exports by
 # queue, the system topics), a rebuild and a repair are not done yet
 _ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.REBUILD, Work.REPAIR})
-_ROCKSDB_QUEUE_READS = "queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only)"
+_ROCKSDB_QUEUE_READS = ("queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only); "
+                        "`rocketstore rebuild` writes classic files and the differences against the database")
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -128,9 +129,10 @@ class Engines:
     def refused(self, work: Work) -> list[Engine]:
         return [e for e in self.engines if work in e.refuses]
 
-    def refuse(self, work: Work) -> None:
-        """Raise ``UnsupportedStore`` when an engine of this store makes ``work`` wrong."""
-        blocking = self.refused(work)
+    def refuse(self, work: Work, allow: frozenset[str] = frozenset()) -> None:
+        """Raise ``UnsupportedStore`` when an engine of this store makes ``work`` wrong (``allow``: names of
+        engines the caller handles itself)."""
+        blocking = [e for e in self.refused(work) if e.name not in allow]
         if blocking:
             where = f"{self.root}: " if self.root is not None else ""
             raise UnsupportedStore(

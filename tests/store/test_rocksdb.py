@@ -139,10 +139,9 @@ def test_commands_leave_the_store_untouched_and_refuse_what_they_cannot_do(tmp_p
         r = run("offsets", store(s), "--json")
         assert r.exit_code in (0, 3), r.output
         assert run("recover", "report", store(s), "--json").exit_code in (0, 3)
-        for argv in (("rebuild", store(s), "--output", tmp_path / f"rebuilt-{s}"),
-                     ("recover", "plan", store(s), "--output", tmp_path / f"plan-{s}")):
-            r = run(*argv)
-            assert r.exit_code == 2 and "RocksDB ConsumeQueue" in r.output and "refusing" in r.output, r.output
+        assert run("rebuild", store(s), "--output", tmp_path / f"rebuilt-{s}", "--json").exit_code in (0, 3)
+        r = run("recover", "plan", store(s), "--output", tmp_path / f"plan-{s}")
+        assert r.exit_code == 2 and "RocksDB ConsumeQueue" in r.output and "refusing" in r.output, r.output
         # what reads ConsumeQueue files still refuses, rather than finding nothing
         r = run("query", store(s), "--topic", "TopicTest", "--queue", 0, "--queue-offset", 0)
         assert r.exit_code == 2 and "cannot read the ConsumeQueue files" in r.output, r.output
@@ -252,12 +251,34 @@ def test_a_database_a_broker_holds_is_read_without_its_lock(tmp_path):
         assert snapshot(root) == before
 
 
-def test_the_spark_verify_job_refuses_rather_than_check_queue_files_that_are_not_there():
+@pytest.mark.parametrize("job,refused", [("verify", "cannot read the ConsumeQueue files"),
+                                         ("rebuild", "cannot rebuild ConsumeQueues and IndexFiles")])
+def test_the_spark_jobs_that_read_queue_files_refuse(tmp_path, job, refused):
+    # the Spark verify and rebuild jobs work on ConsumeQueue files: one line and exit 2 before Spark starts
     import subprocess
     import sys
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "jobs/verify.py", "--store", str(store("clean"))], cwd=root,
+    extra = ["--output", str(tmp_path / "out")] if job == "rebuild" else []
+    proc = subprocess.run([sys.executable, f"jobs/{job}.py", "--store", str(store("clean")), *extra], cwd=root,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("verify: ") and "cannot read the ConsumeQueue files" in proc.stderr
+    assert proc.stderr.startswith(f"{job}: ") and refused in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_rebuild_writes_classic_files_and_the_differences_against_the_database(tmp_path):
+    from rocketstore_spark.rebuild.output import ROCKSDB_NOTE, rebuild_store
+    r = rebuild_store(str(store("clean")), tmp_path / "clean")
+    assert r.store_type == "defaultRocksDB" and r.document()["note"] == ROCKSDB_NOTE
+    assert {(d.kind, d.status) for d in r.differences} == {("consumequeue", "identical"), ("index", "identical")}
+    assert len([d for d in r.differences if d.kind == "consumequeue"]) == len(manifest("clean")["stored"]["queues"])
+    # crash: the units the database lost are missing from it, per queue as many as RocketMQ's restart adds back
+    m = manifest("crash")
+    stored = {(q["topic"], q["queue_id"]): q["max_offset"] for q in m["stored"]["queues"]}
+    restarted = {(q["topic"], q["queue_id"]): q["max_offset"] for q in m["recovery"]["queues"]}
+    r = rebuild_store(str(store("crash")), tmp_path / "crash")
+    missing = {(d.topic, d.queue_id): d.entries_missing for d in r.differences if d.status == "differs"}
+    missing |= {(d.topic, d.queue_id): restarted[(d.topic, d.queue_id)] for d in r.differences
+                if d.status == "only_rebuilt"}
+    assert missing == {k: n - stored.get(k, 0) for k, n in restarted.items() if n > stored.get(k, 0)}
+    assert not any(d.entries_extra or d.entries_changed for d in r.differences if d.kind == "consumequeue")
