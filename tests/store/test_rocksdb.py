@@ -24,12 +24,12 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "rocksdb-5.5.1"
 SCENARIOS = ("clean", "crash", "torn")
 
 
-def manifest(scenario: str) -> dict:
-    return json.loads((GOLDEN / scenario / "manifest.json").read_text())
+def manifest(scenario: str, root: Path = GOLDEN) -> dict:
+    return json.loads((root / scenario / "manifest.json").read_text())
 
 
-def store(scenario: str) -> Path:
-    return GOLDEN / scenario / "store"
+def store(scenario: str, root: Path = GOLDEN) -> Path:
+    return root / scenario / "store"
 
 
 def written_offsets() -> dict[tuple[str, str, int], int]:
@@ -51,8 +51,14 @@ def snapshot(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_unit_and_max_offset_is_rocketmqs_as_stored(scenario):
-    want = manifest(scenario)["stored"]
-    with rocksdb.open_readonly(rocksdb.queue_db(store(scenario))) as rd:
+    check_stored_view(scenario)
+
+
+def check_stored_view(scenario: str, root: Path = GOLDEN) -> None:
+    """Every unit, max offset and the checkpoint read equal RocketMQ's view as stored (also run on a fresh
+    regeneration: tests/golden/test_regenerate_rocksdb.py)."""
+    want = manifest(scenario, root)["stored"]
+    with rocksdb.open_readonly(rocksdb.queue_db(store(scenario, root))) as rd:
         table = rocksdb.read_queue_table(rd, "consumequeue")
         assert table.max_physical_offset == want["max_physical_offset"]
         assert table.malformed == 0
@@ -151,11 +157,16 @@ def test_commands_leave_the_store_untouched_and_refuse_what_they_cannot_do(tmp_p
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_the_recovery_report_is_rocketmqs_restart(scenario):
     # clean: nothing to do; crash: the walk from the segment at or below the database's checkpoint, every record
-    # dispatched again; torn: the log ends before the checkpoint and the queues' maxes are truncated
+    # dispatched again; torn: the log ends before the checkpoint, the re-dispatch brings the maxes back
+    check_restart(scenario)
+
+
+def check_restart(scenario: str, root: Path = GOLDEN) -> None:
+    """The recovery report equals RocketMQ's real restart of the store (its manifest's ``recovery``)."""
     from rocketstore_spark.recovery.report import recovery_report
-    m = manifest(scenario)
+    m = manifest(scenario, root)
     rec = m["recovery"]
-    doc, _ = recovery_report(str(store(scenario)))
+    doc, _ = recovery_report(str(store(scenario, root)))
     assert doc["store_type"] == "defaultRocksDB" and doc["max_cq"] == m["stored"]["max_physical_offset"]
     assert doc["shutdown"] == ("abnormal" if m["abort_present"] else "normal")
     assert doc["process_offset"] == rec["commitlog_max_offset"]
