@@ -108,6 +108,7 @@ def check(argv) -> None:
         layouts = [layout for store in args.store for layout in discover(store)]
         for layout in layouts:
             layout.refuse(Work.READ_COMMITLOG)
+            layout.refuse(Work.READ_QUEUES)     # the job checks ConsumeQueue files (not a RocksDB ConsumeQueue)
         for path, what in ((args.json, "JSON document"), (args.reset_file, "reset plan"),
                            (args.output, "Delta output")):
             if path and path != "-":

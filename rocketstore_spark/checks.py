@@ -255,6 +255,15 @@ CATALOGUE: tuple[Check, ...] = (
           "(a disk or controller fault, a file copied over it with its times kept)",
           "finding; the segment is scanned again in full in the same run (its CRC findings say what is damaged); "
           "compare it with a replica or backup"),
+    Check("rocksdb.unreadable", _E, LAYOUT,
+          "a RocksDB database of the store (the RocksDB ConsumeQueue in `consumequeue/`, consumer offsets in "
+          "`config/consumerOffsets/`) cannot be opened read-only or read: missing or damaged files, a foreign "
+          "database, a column family RocketMQ creates is absent",
+          "RocketMQ's `RocksDBConsumeQueueStore.load` / `RocksDBConfigManager.init` fail and the broker does not "
+          "start (docs/format/rocksdb-queues.md)",
+          "finding naming the database and RocksDB's reason; its queues or offsets are not reported; restore the "
+          "database from a replica or backup (RocketMQ rebuilds the ConsumeQueue by re-dispatching the "
+          "CommitLog only when the database is gone)"),
     Check("store.unknown_entry", _W, LAYOUT,
           "an entry under the store root that belongs to no RocketMQ store engine we know",
           "RocketMQ ignores what it does not open",

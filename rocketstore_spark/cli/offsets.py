@@ -55,4 +55,7 @@ def offsets_cmd(stores, how, reset_value, group, reset_file, rocketmq_version, a
                for p in lag.plan], numeric={"queue", "current", "new"})
         if reset_file:
             line(f"plan written to {reset_file} ({len(lag.plan)} row(s))")
+        for f in lag.findings:
+            if f.check not in ("offsets.beyond_max", "offsets.below_min", "offsets.unknown_queue"):  # rows above
+                line(f.render(), "red" if str(f.severity) == "error" else "yellow")
     sys.exit(PROBLEMS if lag.findings else 0)

@@ -40,7 +40,7 @@ def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, lim
     else:
         line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {len(r.index_files)} IndexFile(s), "
              f"RocketMQ {r.settings.release_label} ({r.settings.sources.get('rocketmqVersion')})")
-        for text in summary_lines(r.resync, r.settings.release_label, r.restart, r.beyond):
+        for text in summary_lines(r.resync, r.settings.release_label, r.restart, r.beyond, r.store_type):
             line(text)
         line(f"Against the store: {len(r.differences) - len(changed)} file(s) identical, {len(changed)} differ")
         if changed:

@@ -23,6 +23,6 @@ class ConsumerOffsetsReader(StoreTableReader):
 class ConsumerOffsetsDataSource(TableSource):
     """Committed consumer offsets from config/consumerOffset.json (.bak fallback as the broker does)."""
     NAME = "rocketmq_consumer_offsets"
-    WORK = Work.READ_CONFIG
+    WORK = Work.READ_OFFSETS
     SCHEMA = CONSUMER_OFFSETS_SCHEMA
     READER = ConsumerOffsetsReader

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rocketstore_spark.codec import consumequeue, indexfile
+from rocketstore_spark.store import rocksdb
 from rocketstore_spark.store.layout import StoreMap
 
 
@@ -118,10 +119,14 @@ def _index_difference(a: Path, b: Path) -> str | None:
 
 
 def compare(store: StoreMap, output: Path) -> list[Difference]:
-    """Every ConsumeQueue and IndexFile of the store against the rebuild in ``output``."""
+    """Every ConsumeQueue and IndexFile of the store against the rebuild in ``output`` (a RocksDB ConsumeQueue:
+    its units against the rebuilt files queue by queue, ``rocksdb_differences``)."""
     out: list[Difference] = []
     built = StoreMap.of_root(output)
-    theirs, ours = _files(store), _files(built)
+    db = rocksdb.queue_db(store.root)
+    theirs, ours = (_files(store), _files(built)) if db is None else ({}, {})
+    if db is not None:
+        out += rocksdb_differences(db, store, built)
     for rel in sorted(set(theirs) | set(ours)):
         a, b = theirs.get(rel), ours.get(rel)
         store_rel = rel if a else None
@@ -154,6 +159,54 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
         detail = _index_difference(a, b)
         out.append(Difference("index", store_rel, built_rel, "identical") if detail is None else
                    Difference("index", store_rel, built_rel, "differs", detail))
+    return out
+
+
+def rocksdb_differences(db: Path, store: StoreMap, built: StoreMap) -> list[Difference]:
+    """Each queue of a RocksDB ConsumeQueue (its units up to its "max") against the rebuilt ConsumeQueue files of
+    the same queue, by queue offset: ``identical``, ``differs`` (first differing queue offset; entries only in the
+    rebuild = missing from the database, only in the database = extra, changed), ``only_in_store``,
+    ``only_rebuilt``. Reads the database read-only; a database that cannot be read raises
+    ``store.rocksdb.RocksDBUnreadable``."""
+    from rocketstore_spark.store.queues import read_queue
+    name = store.relative(db)
+    rebuilt = {(t, q): d for t, q, d in built.queue_dirs()}
+    out = []
+    with rocksdb.open_readonly(db) as rd:
+        table = rocksdb.read_queue_table(rd, name)
+        stored = {k: q for k, q in table.queues.items() if q.max is not None}
+        for key in sorted(set(stored) | set(rebuilt)):
+            topic, queue_id = key
+            built_rel = built.relative(rebuilt[key]) if key in rebuilt else None
+            if key not in rebuilt or key not in stored:
+                out.append(Difference("consumequeue", name if key in stored else None, built_rel,
+                                      "only_in_store" if key in stored else "only_rebuilt", topic=topic,
+                                      queue_id=queue_id))
+                continue
+            mine = {}
+            for offsets, units in rocksdb.read_units(rd, topic, queue_id, 0, stored[key].max[1] + 1, path=name):
+                mine.update(zip(offsets.tolist(), zip(*(units[c].astype(np.int64).tolist()
+                                                         for c in ("physical_offset", "size", "tags_code")))))
+            theirs = {}
+            for chunk in read_queue(str(rebuilt[key])):
+                real = ~chunk.fillers
+                e = chunk.entries[real]
+                theirs.update(zip(chunk.queue_offsets[real].tolist(), zip(
+                    e["commit_log_offset"].astype(np.int64).tolist(), e["size"].astype(np.int64).tolist(),
+                    e["tags_code"].astype(np.int64).tolist())))
+            missing = sorted(set(theirs) - set(mine))
+            extra = sorted(set(mine) - set(theirs))
+            changed = sorted(o for o in set(mine) & set(theirs) if mine[o] != theirs[o])
+            if not (missing or extra or changed):
+                out.append(Difference("consumequeue", name, built_rel, "identical", topic=topic, queue_id=queue_id))
+                continue
+            first = min(missing[:1] + extra[:1] + changed[:1])
+            out.append(Difference(
+                "consumequeue", name, built_rel, "differs", topic=topic, queue_id=queue_id, first_queue_offset=first,
+                entries_missing=len(missing), entries_extra=len(extra), entries_changed=len(changed),
+                detail=f"first difference at queue offset {first}: database {mine.get(first)}, rebuilt "
+                       f"{theirs.get(first)}; {len(missing)} missing from the database, {len(extra)} only in it, "
+                       f"{len(changed)} changed"))
     return out
 
 

@@ -65,6 +65,7 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
+from rocketstore_spark.store.rocksdb import queue_db
 
 
 def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Path:
@@ -340,6 +341,7 @@ class RebuildResult:
     restart: RestartDispatch | None = None
     # resync: per queue, the entries written that the release's restart does not write (``add_queue_spans``)
     beyond: dict = field(default_factory=dict)
+    store_type: str = "default"             # "defaultRocksDB": classic files for the diff (ROCKSDB_NOTE)
 
     DOCUMENT_TYPE = "rocketstore-spark/rebuild"
     DOCUMENT_VERSION = 2
@@ -352,7 +354,8 @@ class RebuildResult:
         """The rebuild as one JSON-ready document (module docstring)."""
         return header(self.DOCUMENT_TYPE, self.DOCUMENT_VERSION) | {
             "store": self.store, "output": str(self.output), "rocketmq_version": str(self.settings.release),
-            "mode": self.mode, "restart": restart_document(self.restart),
+            "mode": self.mode, "restart": restart_document(self.restart), "store_type": self.store_type,
+            "note": ROCKSDB_NOTE if self.store_type == ROCKSDB_STORE_TYPE else None,
             "settings_sources": self.settings.sources, "settings": self.settings.to_json(), "records": self.records,
             "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files, "max_offset": q.state.max_offset}
                        for q in self.queues],
@@ -361,9 +364,12 @@ class RebuildResult:
             "differences": [d.as_row() for d in self.differences]}
 
 
-def summary_lines(resync: bool, release: str, restart: RestartDispatch | None, beyond: dict) -> list[str]:
+def summary_lines(resync: bool, release: str, restart: RestartDispatch | None, beyond: dict,
+                  store_type: str = "default") -> list[str]:
     """What a rebuild followed, in sentences for a person (the CLI and the job print them): the mode, the
     release's restart, and in resync mode how many entries the release's own rebuild would not have."""
+    if store_type == ROCKSDB_STORE_TYPE:
+        return [ROCKSDB_NOTE]
     if resync:
         n = sum(row[0] for row in beyond.values())
         lines = [f"Resynchronised (--resync): every valid record, read on past damage; {n} entries in "
@@ -399,9 +405,11 @@ class SettingsConflict(ValueError):
 
 
 def prepare(store: str, output, options: dict | None = None, broker_conf: str | None = None,
-            allow_conflicts: bool = False) -> tuple[StoreLayout, Path, BrokerSettings]:
+            allow_conflicts: bool = False, allow_engines: frozenset[str] = frozenset()) \
+        -> tuple[StoreLayout, Path, BrokerSettings]:
     """(the store's layout, the output directory, the settings), all checked before anything is written
-    (driver): one store, an output outside it, settings without conflicts unless allowed."""
+    (driver): one store, an output outside it, settings without conflicts unless allowed; ``allow_engines``:
+    engines the caller rebuilds in its own way (``rebuild_store``: a RocksDB ConsumeQueue)."""
     layouts = discover(store)
     if len(layouts) != 1:
         raise StorePathError(f"{store}: names {len(layouts)} stores; a rebuild takes one")
@@ -410,7 +418,7 @@ def prepare(store: str, output, options: dict | None = None, broker_conf: str | 
     settings = resolve(layout, options, broker_conf)
     for d in layout.files.commitlog_dirs:   # a multi-path CommitLog's other directories are the store's too
         check_output(output, d)
-    layout.refuse(Work.REBUILD)             # classic files for a store another engine keeps would mislead
+    layout.refuse(Work.REBUILD, allow_engines)     # classic files for a store another engine keeps would mislead
     if settings.conflicts and not allow_conflicts:
         raise SettingsConflict("; ".join(settings.conflicts) + " (allow_conflicts / --force to rebuild anyway)")
     return layout, out, settings
@@ -427,7 +435,13 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     restart_dispatch``: on a damaged log, what its recovery keeps and its reput reads). ``resync``: every
     valid record, reading on past damage; what that writes beyond the release's rebuild is listed per queue
     (``beyond``, and one ``beyond_release`` difference per queue)."""
-    layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts)
+    layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts, ROCKSDB_REBUILT)
+    if queue_db(layout.root) is not None:
+        # RocksDB mode: the classic files of every valid record and the diff against the database (not what
+        # RocketMQ writes there: it reads no ConsumeQueue files in that mode; module docstring)
+        queues, index_files, records, findings, _ = write_dispatched(layout, out, settings, None, True)
+        return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
+                             compare(layout.files, out), True, None, {}, ROCKSDB_STORE_TYPE)
     # the release's own rebuild finds where each segment's dispatch stops as it reads it (one pass); resync
     # needs every stop first, to tell what it writes beyond the release
     restart = restart_dispatch(layout, settings, lazy=not resync)
@@ -435,6 +449,15 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
                          compare(layout.files, out) + beyond_differences(beyond, settings.release_label),
                          resync, restart, beyond)
+
+
+ROCKSDB_STORE_TYPE = "defaultRocksDB"
+ROCKSDB_REBUILT = frozenset({"RocksDB ConsumeQueue"})        # rebuild_store's own way (the engine's name)
+ROCKSDB_NOTE = ("RocksDB ConsumeQueue store (storeType=defaultRocksDB): written are classic ConsumeQueue files of "
+                "every valid record and the IndexFiles, for the differences against the database below. RocketMQ in "
+                "RocksDB mode reads no ConsumeQueue files (and refuses to start with both layouts): they are not a "
+                "drop-in. Writing a RocksDB database for the broker is not done (its options, format and native "
+                "compaction filter are the broker's); the IndexFiles are the same in both modes.")
 
 
 def _pieces(restart: RestartDispatch, decoders: dict, findings: list[Finding]) -> Iterator:

@@ -39,11 +39,13 @@ from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.releases import family_named
+from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.rocksdb import queue_db
 
 DOCUMENT_TYPE = "rocketstore-spark/recovery-report"
 DOCUMENT_VERSION = 1
@@ -67,7 +69,10 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
     layout.refuse(Work.RECOVER)             # another engine recovers otherwise: no verdict rather than a wrong one
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
-    sim = Simulation(layout, settings, release_family, reachable_below=reachable_below)
+    db = queue_db(layout.root)
+    # a RocksDB ConsumeQueue recovers by its own rules (rocketmq.rocksdb_recovery); the database read-only
+    sim = RocksDBSimulation(layout, settings, db) if db is not None else \
+        Simulation(layout, settings, release_family, reachable_below=reachable_below)
     r = sim.run()
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),
@@ -90,6 +95,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
                                                          "messageIndexSafe", "duplicationEnable",
                                                          "commitLogRecoverMaxNum")}
         | {"mappedFileSizeConsumeQueue": settings.consume_queue_file_size},
+        "store_type": "defaultRocksDB" if db is not None else "default",
         "shutdown": r.shutdown,
         "shutdown_reason": r.shutdown_reason or ("the abort file is present: the broker did not shut down cleanly"
                                                  if r.shutdown == "abnormal" else "no abort file: a clean shutdown"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from rocketstore_spark.findings import finding
 from rocketstore_spark.report.text import utc_time
 from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.rocketmq.settings import resolve
@@ -16,6 +17,7 @@ from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
+from rocketstore_spark.store.rocksdb import RocksDBUnreadable, queue_db
 from rocketstore_spark.store.scan import scan_segment
 
 
@@ -31,10 +33,17 @@ def inspect_store(layout: StoreLayout) -> dict:
                          "records": s.records, "first_store_time": utc_time(s.first_store_timestamp),
                          "last_store_time": utc_time(s.last_store_timestamp), "valid_end": s.valid_end,
                          "stop": s.stop_reason, "findings": len(s.findings)})
-    bounds = store_queue_bounds(layout, settings.release.expired_min_is_max) \
-        if not layout.refused(Work.READ_QUEUES) else {}
+    problems = []
+    try:
+        bounds = store_queue_bounds(layout, settings.release.expired_min_is_max) \
+            if not layout.refused(Work.READ_QUEUE_UNITS) else {}
+    except RocksDBUnreadable as e:
+        bounds, problems = {}, [finding("rocksdb.unreadable", e.path, None, e.why).render()]
     queues = []
-    for topic, queue_id, d in layout.files.queue_dirs() if not layout.refused(Work.READ_QUEUES) else ():
+    if queue_db(layout.root) is not None:         # a RocksDB ConsumeQueue: no files, one database
+        queues = [{"topic": topic, "queue_id": queue_id, "min_offset": lo, "max_offset": hi, "messages": hi - lo,
+                   "files": 0} for (topic, queue_id), (lo, hi) in bounds.items()]
+    for topic, queue_id, d in layout.files.queue_dirs() if not layout.refused(Work.READ_QUEUES) and not queues else ():
         lo, hi = bounds[(topic, queue_id)]
         queues.append({"topic": topic, "queue_id": queue_id, "min_offset": lo, "max_offset": hi, "messages": hi - lo,
                        "files": len(layout.files.queue_files(d))})
@@ -49,7 +58,7 @@ def inspect_store(layout: StoreLayout) -> dict:
             "rocketmq_release": settings.release_label, "release_source": settings.sources.get("rocketmqVersion"),
             "abort_present": bool(state and state.abort_present), "lock_present": bool(state and state.lock_present),
             "checkpoint": state.checkpoint if state else None, "segments": segments, "queues": queues,
-            "index_files": index, "layout_findings": [f.render() for f in layout.findings],
+            "index_files": index, "layout_findings": [f.render() for f in layout.findings] + problems,
             "engines": [{"engine": e.name, "evidence": e.evidence} for e in (layout.engines.engines
                                                                            if layout.engines else [])]}
 

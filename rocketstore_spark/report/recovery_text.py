@@ -56,9 +56,13 @@ def render_recovery(doc: dict) -> str:
         out.append(render_table(["topic", "queue", "messages", "queue offsets"],
                                 [(q["topic"], q["queue_id"], q["messages"], queue_offsets_lost(q))
                                  for q in lost["queues"][:MAX_QUEUES]], numeric={"queue", "messages"}))
-        out.append("  before restarting the broker, export them and repair without losing more: "
-                   "rocketstore recover plan STORE --output DIR, then rocketstore recover apply DIR --output NEW "
-                   "(or --in-place)")
+        if doc.get("store_type") == "defaultRocksDB":      # no repair of RocksDB ConsumeQueue stores yet
+            out.append("  before restarting the broker, export them (rocketstore export); rocketstore-spark does not "
+                       "repair a store with a RocksDB ConsumeQueue")
+        else:
+            out.append("  before restarting the broker, export them and repair without losing more: "
+                       "rocketstore recover plan STORE --output DIR, then rocketstore recover apply DIR --output NEW "
+                       "(or --in-place)")
     else:
         out.append("Nothing valid would be lost.")
     unreachable = doc["unreachable"]

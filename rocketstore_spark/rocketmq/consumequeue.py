@@ -24,6 +24,7 @@ import numpy as np
 
 from rocketstore_spark.codec import consumequeue as cq_codec
 from rocketstore_spark.codec.consumequeue import ENTRY_DTYPE, ENTRY_SIZE, FILLER_SIZE
+from rocketstore_spark.store import rocksdb
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.layout import StoreMap, offset_name
 from rocketstore_spark.store.queues import unreadable_queue_file
@@ -210,5 +211,59 @@ def store_queue_bounds(layout: StoreLayout, expired_min_is_max: bool = True) -> 
     broker's ``CommitLog.getMinOffset``. ``expired_min_is_max``: the release's rule
     (``rocketmq.releases``)."""
     log_min = layout.segments[0].base_offset if layout.segments else 0
+    db = rocksdb.queue_db(layout.root)
+    if db is not None:                 # a RocksDB ConsumeQueue: consumequeue/ holds no queue directories
+        return rocksdb_queue_bounds(db, log_min)
     return {(topic, queue_id): queue_bounds(str(d), log_min, expired_min_is_max)
             for topic, queue_id, d in layout.files.queue_dirs()}
+
+
+def rocksdb_queue_bounds(db, log_min: int) -> dict[tuple[str, int], tuple[int, int]]:
+    """(min, max) of every queue of a RocksDB ConsumeQueue, as RocketMQ 5.5.1's ``RocksDBConsumeQueueStore``
+    answers ``getMinOffsetInQueue`` / ``getMaxOffsetInQueue`` on the database as it is (``log_min``: the
+    CommitLog's min offset); raises ``store.rocksdb.RocksDBUnreadable``. Read-only."""
+    with rocksdb.open_readonly(db) as rd:
+        table = rocksdb.read_queue_table(rd, str(db))
+        return {key: (rocksdb_min_offset(rd, q, log_min), q.max[1] + 1)
+                for key, q in sorted(table.queues.items()) if q.max is not None}
+
+
+def rocksdb_min_offset(rd, q, log_min: int) -> int:
+    """``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` of queue ``q`` (a ``store.rocksdb.QueueOffsets``) on the
+    opened database ``rd``, without its writes (``min_offset_by_search``)."""
+    def get(queue_offset: int) -> int | None:
+        unit = rocksdb.get_unit(rd, q.topic, q.queue_id, queue_offset)
+        return None if unit is None else int(unit["physical_offset"])
+    return min_offset_by_search(get, q.min, q.max, log_min)
+
+
+def min_offset_by_search(get, stored_min: tuple[int, int] | None, stored_max: tuple[int, int] | None,
+                         log_min: int) -> int:
+    """``getMinCqOffset`` as RocketMQ 5.5.1 answers it: the stored "min" (physical offset, queue offset) when its
+    record is still in the log (>= ``log_min``), else ``correctMinCqOffset``'s answer — 0 without a "max"; max + 1
+    when the max's record is below the log; else the first unit at or after ``log_min`` by ``binarySearchInCQ``
+    (min mode, over [stored min or 0, max]; ``get``: queue offset -> physical offset or None), or, when it finds
+    none, the stored min (0 without one), returned as RocketMQ returns it."""
+    if stored_min is not None and stored_min[0] >= log_min:
+        return stored_min[1]
+    cq_offset = stored_min[1] if stored_min is not None else 0
+    if stored_max is None:
+        return 0
+    max_phy, max_cq = stored_max
+    if max_phy < log_min:
+        return max_cq + 1
+    low, high, found = cq_offset, max_cq, -1
+    while high >= low:
+        mid = low + ((high - low) >> 1)
+        phy = get(mid)
+        if phy is None:
+            low = mid + 1
+            continue
+        if phy == log_min:
+            found = mid
+            break
+        if phy > log_min:
+            high, found = mid - 1, mid
+        else:
+            low = mid + 1
+    return found if found != -1 else cq_offset

@@ -35,6 +35,7 @@ from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
@@ -117,6 +118,9 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     # resolved on the driver: the sources name stores by the path they are given, executors need it absolute
     found = [layout for p in paths for layout in discover(os.path.abspath(str(p)))]
     layouts: list[StoreLayout] = list({layout.name: layout for layout in found}.values())     # each store once
+    for layout in layouts:
+        # the job checks ConsumeQueue files (a RocksDB ConsumeQueue: `rocketstore verify` checks its units)
+        layout.refuse(Work.READ_QUEUES)
     run = VerifyRun(uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc), [])
     if not layouts:
         return run

@@ -106,11 +106,12 @@ class StoreLayout:
         """Whether an engine of this store makes ``work`` wrong (``refuse`` raises instead)."""
         return self.engines is not None and bool(self.engines.refused(work))
 
-    def refuse(self, work: Work) -> None:
+    def refuse(self, work: Work, allow: frozenset[str] = frozenset()) -> None:
         """Raise ``store.engines.UnsupportedStore`` when this store was written with an engine that makes
-        ``work`` wrong (e.g. reading ``commitlog/`` of a store switched to DLedger)."""
+        ``work`` wrong (e.g. reading ``commitlog/`` of a store switched to DLedger); ``allow``: engines the caller
+        handles itself."""
         if self.engines is not None:
-            self.engines.refuse(work)
+            self.engines.refuse(work, allow)
 
     @property
     def root(self) -> Path | None:

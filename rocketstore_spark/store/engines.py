@@ -11,7 +11,7 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
     RocksDB queues     consumequeue/CURRENT, MANIFEST-*, *.sst             storeType=defaultRocksDB (5.2+)
                        consumequeue_rocksdb/ instead                       + useSeparateStorePathForRocksdbCQ
     RocksDB config     config/topics/, consumerOffsets/, subscriptionGroups/ (RocksDB dirs; 5.x v1),
-                       config/rdb/ (configManagerVersion=v2, 5.3.2+)
+                       config/metadata/ (v1, useSingleRocksDBForAllConfigs), config/rdb/ (configManagerVersion=v2, 5.3.2+)
     RocksDB index      rocksdbstore/ holding data                          indexRocksDBEnable / transRocksDBEnable /
                                                                            timerRocksDBEnable (5.5)
     batch queues       batchconsumequeue/<topic>/<queue>/                  topic attribute queue.type=BatchCQ (5.0+)
@@ -25,6 +25,11 @@ the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.
 A DLedger store with one ``dledger-<selfId>/data/`` is read (``store.discovery``: the old ``commitlog/`` below
 the divide, then the entries of the data files); its queues and config are classic files. What its own
 recovery, rebuild and repair would do is not mirrored yet: those stay refused.
+
+The RocksDB ConsumeQueue and v1 RocksDB consumer offsets are read (``store.rocksdb``; the queue checks, the
+lag and the recovery report follow them): only the work still not done on them is refused (reading
+ConsumeQueue files — queries, exports and system-topic views by queue —, a rebuild, a repair; topics and
+subscription groups in RocksDB; the v2 ``config/rdb``).
 
 Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
 evidence and what is refused) and ``Engines.refuse`` stops the work it would get wrong — reading the CommitLog
@@ -47,10 +52,12 @@ from rocketstore_spark.findings import Finding, finding
 class Work(Enum):
     """What a caller is about to do with a store (what an unsupported engine can make wrong)."""
     READ_COMMITLOG = "read the CommitLog"
-    READ_QUEUES = "read the ConsumeQueues"
+    READ_QUEUES = "read the ConsumeQueue files"
+    READ_QUEUE_UNITS = "read the queues' entries and bounds"      # files, or a RocksDB ConsumeQueue
     CHECK_QUEUES = "check the ConsumeQueues against the CommitLog"
     READ_INDEX = "check the IndexFiles"
-    READ_CONFIG = "read consumer offsets and config"
+    READ_CONFIG = "read the config tables (topics, subscription groups, delay offsets)"
+    READ_OFFSETS = "read consumer offsets"
     REBUILD = "rebuild ConsumeQueues and IndexFiles"
     RECOVER = "predict a restart"
     REPAIR = "repair the store"
@@ -71,12 +78,21 @@ class Engine:
 
 
 _EVERYTHING = frozenset(Work)
-_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR})
+_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER,
+                         Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
 # DLedger: the log is read through its entries (store.discovery, codec.commitlog's frame); the ConsumeQueues and
 # config are classic files. Checking queues and IndexFiles against the log, a rebuild, DLedger's recovery and a
 # repair are not mirrored yet.
-_DLEDGER_WORK = _EVERYTHING - {Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG}
+_DLEDGER_WORK = _EVERYTHING - {Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.READ_CONFIG,
+                               Work.READ_OFFSETS}
+# a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag: the work
+# that asks for READ_QUEUE_UNITS), checked against the CommitLog (verify.rocksdb_queues) and its restart
+# predicted (rocketmq.rocksdb_recovery); whatever reads ConsumeQueue files (READ_QUEUES: queries and exports by
+# queue, the system topics), a rebuild and a repair are not done yet
+_ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.REBUILD, Work.REPAIR})
+_ROCKSDB_QUEUE_READS = ("queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only); "
+                        "`rocketstore rebuild` writes classic files and the differences against the database")
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -88,7 +104,8 @@ KNOWN_ROOT_ENTRIES = frozenset({
 # entries — a dot file — are passed over too)
 NOT_STORE_ENTRIES = frozenset({"lost+found"})
 KNOWN_CONFIG_DIRS = {"topics": "topics", "consumerOffsets": "consumer offsets",
-                     "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)"}
+                     "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)",
+                     "metadata": "every config table (useSingleRocksDBForAllConfigs)"}
 
 
 def is_rocksdb(path: Path) -> bool:
@@ -126,20 +143,23 @@ class Engines:
     def refused(self, work: Work) -> list[Engine]:
         return [e for e in self.engines if work in e.refuses]
 
-    def refuse(self, work: Work) -> None:
-        """Raise ``UnsupportedStore`` when an engine of this store makes ``work`` wrong."""
-        blocking = self.refused(work)
+    def refuse(self, work: Work, allow: frozenset[str] = frozenset()) -> None:
+        """Raise ``UnsupportedStore`` when an engine of this store makes ``work`` wrong (``allow``: names of
+        engines the caller handles itself)."""
+        blocking = [e for e in self.refused(work) if e.name not in allow]
         if blocking:
             where = f"{self.root}: " if self.root is not None else ""
             unread = [e for e in blocking if not e.why]
             raise UnsupportedStore(
                 f"{where}cannot {work.value}: the store uses "
                 + "; ".join(f"{e.name} ({e.evidence}{': ' + e.why if e.why else ''})" for e in blocking)
-                + (", which rocketstore-spark does not read yet; refusing rather than answering as if the store "
-                   "were RocketMQ's classic file store" if unread else "; refused"))
+                + (", on which rocketstore-spark does not do that yet; refusing rather than answering as if the "
+                   "store were RocketMQ's classic file store" if unread else "; refused"))
 
-    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, read: bool = False) -> None:
-        """One engine found; ``read``: an engine we read (its finding a warning naming what is still refused)."""
+    def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, reads: str | None = None,
+            read: bool = False) -> None:
+        """One engine found; ``reads``: what this release does read of it (None: nothing); ``read``: an engine
+        we read (its finding a warning naming what is still refused)."""
         self.engines.append(Engine(name, evidence, refuses))
         what = ", ".join(sorted(w.value for w in refuses))
         if read:
@@ -149,7 +169,7 @@ class Engines:
                                          engine=name, evidence=evidence))
             return
         self.findings.append(finding("store.unsupported_engine", str(file), None,
-                                     f"{name} ({evidence}): not read by this release; refused: {what}",
+                                     f"{name} ({evidence}): {reads or 'not read by this release'}; refused: {what}",
                                      engine=name, evidence=evidence))
 
 
@@ -185,15 +205,20 @@ def _from_files(root: Path, out: Engines) -> None:
     cq = root / "consumequeue"
     if is_rocksdb(cq):
         out.add("RocksDB ConsumeQueue", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB)",
-                _QUEUE_WORK, cq)
+                _ROCKSDB_QUEUE_WORK, cq, _ROCKSDB_QUEUE_READS)
     if is_rocksdb(root / "consumequeue_rocksdb"):
         out.add("RocksDB ConsumeQueue", "consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ)",
-                _QUEUE_WORK, root / "consumequeue_rocksdb")
+                _ROCKSDB_QUEUE_WORK, root / "consumequeue_rocksdb", _ROCKSDB_QUEUE_READS)
     config = root / "config"
     for sub, what in KNOWN_CONFIG_DIRS.items():
         if is_rocksdb(config / sub):
-            out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
-                    frozenset({Work.READ_CONFIG, Work.REPAIR}), config / sub)
+            if sub in ("consumerOffsets", "metadata"):          # read by store.rocksdb (v1 layout)
+                out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB", frozenset({Work.REPAIR}),
+                        config / sub, "consumer offsets read from RocksDB, as RocksDBConsumerOffsetManager loads them")
+            else:
+                out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
+                        frozenset({Work.READ_CONFIG, Work.REPAIR}) | (
+                            {Work.READ_OFFSETS} if sub == "rdb" else set()), config / sub)
     if (root / "rocksdbstore").is_dir() and _holds_data(root / "rocksdbstore"):
         out.add("RocksDB message store", "rocksdbstore/ holds data (5.5's RocksDB index, timer or transaction store)",
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
@@ -220,8 +245,8 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
                 _EVERYTHING, where)
     if str(conf.get("storeType", "")).strip().lower() == "defaultrocksdb" and "RocksDB ConsumeQueue" not in known:
         # the broker then keeps topics, groups and consumer offsets in RocksDB too (RocksDB*ConfigManager)
-        out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf", _QUEUE_WORK | {Work.READ_CONFIG},
-                where)
+        out.add("RocksDB ConsumeQueue", "storeType=defaultRocksDB in broker.conf",
+                _QUEUE_WORK | {Work.READ_CONFIG, Work.READ_OFFSETS}, where)
     if _truthy(conf, "indexRocksDBEnable") and str(conf.get("indexFileWriteEnable", "true")).strip().lower() == "false":
         out.add("RocksDB index", "indexRocksDBEnable=true and indexFileWriteEnable=false: no IndexFiles are written",
                 frozenset({Work.READ_INDEX, Work.REBUILD, Work.REPAIR}), where)

@@ -58,8 +58,33 @@ def read_config(paths, parse) -> ConfigFile:
 
 
 def read_consumer_offsets(files: StoreMap) -> ConfigFile:
-    """config/consumerOffset.json: (topic, group, queue_id, offset) rows."""
-    return read_config(files.consumer_offsets_paths(), config_json.consumer_offsets)
+    """config/consumerOffset.json: (topic, group, queue_id, offset) rows; on a broker that keeps them in RocksDB
+    (config/consumerOffsets/, v1), the database's, unless the JSON file's data version is newer (then the broker
+    loads the JSON file: ``RocksDBConsumerOffsetManager.merge``). A database that cannot be read is a problem
+    naming it, and no rows."""
+    from rocketstore_spark.store import rocksdb
+    json_file = read_config(files.consumer_offsets_paths(), config_json.consumer_offsets)
+    found = rocksdb.offsets_db(files.root)
+    if found is None:
+        return json_file
+    try:
+        kv = rocksdb.read_rocksdb_offsets(*found)
+    except rocksdb.RocksDBUnreadable as e:
+        return ConfigFile(None, [], json_file.problems + [f"{e.path}: {e.why}"])
+    problems = json_file.problems + [f"{kv.path}: {p}" for p in kv.problems]
+    if json_file.source is not None and _json_counter(json_file.source) > (kv.counter or 0):
+        return ConfigFile(json_file.source, json_file.rows, problems)
+    return ConfigFile(kv.path, kv.rows, problems)
+
+
+def _json_counter(path: str) -> int:
+    """dataVersion.counter of a config JSON file (0 when absent or unreadable)."""
+    import json
+    try:
+        with open(path, "rb") as f:
+            return int(json.loads(f.read().decode("utf-8", "replace"))["dataVersion"]["counter"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def read_topics(files: StoreMap) -> ConfigFile:

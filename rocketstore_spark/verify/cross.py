@@ -41,6 +41,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
 from rocketstore_spark.verify.scrub import sample_digest
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
@@ -157,6 +158,8 @@ def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict]) -
     ``reachable_below``)."""
     if prev is None or prev.get("version") != RESUME_VERSION:
         return "no resumable state"
+    if queue_db(layout.root) is not None:
+        return "a RocksDB ConsumeQueue (its units are checked whole)"
     root = store_root(layout)
     log = log_bounds(layout, scans_of(layout, verdicts, root))
     if log.min_offset != prev["log_min"]:

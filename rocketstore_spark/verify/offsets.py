@@ -10,6 +10,7 @@ the current and the new offset; it is data for an operator, never applied to the
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.rocksdb import QueueUnits, RocksDBUnreadable, open_readonly, queue_db
 from rocketstore_spark.store.files import (read_consumer_offsets, read_delay_offsets, read_subscription_groups,
                                            read_topics)
 
@@ -71,7 +73,31 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
             report.source, rows = config.source, config.rows
     source = _relative(report.source, root) if report.source else "config/consumerOffset.json"
     queues: dict[tuple[str, int], QueueFiles] = {}
-    dirs = {(t, q): d for t, q, d in files.queue_dirs()}          # listed once
+    with queue_entries(layout) as entries:
+        _check_rows(layout, rows, group, bounds, entries, queues, source, report, cap)
+    report.findings = cap.findings()
+    return report
+
+
+@contextlib.contextmanager
+def queue_entries(layout: StoreLayout):
+    """A function (topic, queue id) -> the queue's entries (``entry(queue_offset)``: ``QueueFiles``, or
+    ``store.rocksdb.QueueUnits`` of a RocksDB ConsumeQueue, opened once read-only), None for a queue without any
+    (or a database that cannot be read: ``offsets_against_stored_bounds`` reports it)."""
+    db = queue_db(layout.files.root)
+    if db is None:
+        dirs = {(t, q): d for t, q, d in layout.files.queue_dirs()}          # listed once
+        yield lambda key: QueueFiles(dirs[key]) if key in dirs else None
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            rd = stack.enter_context(open_readonly(db))
+        except RocksDBUnreadable:
+            rd = None
+        yield (lambda key: QueueUnits(rd, *key)) if rd is not None else (lambda key: None)
+
+
+def _check_rows(layout, rows, group, bounds, entries, queues, source, report, cap) -> None:
     for topic, consumer_group, queue_id, offset in rows:
         if group is not None and consumer_group != group:
             continue
@@ -86,8 +112,7 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
             continue
         lo, hi = b
         if (topic, queue_id) not in queues:
-            queue_dir = dirs.get((topic, queue_id))
-            queues[(topic, queue_id)] = QueueFiles(queue_dir) if queue_dir is not None else None
+            queues[(topic, queue_id)] = entries((topic, queue_id))
         qf = queues[(topic, queue_id)]
         status = ("beyond_max" if offset > hi else "caught_up" if offset == hi else
                   "below_min" if offset < lo else "in_range")
@@ -110,8 +135,18 @@ def check_offsets(layout: StoreLayout, bounds: dict[tuple[str, int], tuple[int, 
             cap.add(finding("offsets.below_min", source, None,
                             f"group {consumer_group} committed {offset} for {topic}/{queue_id}, below its min "
                             f"offset {lo}: {lo - offset} message(s) expired unconsumed", **where))
-    report.findings = cap.findings()
-    return report
+
+
+def offsets_against_stored_bounds(layout: StoreLayout, expired_min_is_max: bool, group: str | None = None
+                                  ) -> tuple[OffsetsReport, list[Finding]]:
+    """``check_offsets`` against the bounds RocketMQ gives the store's queues as they are stored
+    (``store_queue_bounds``), and a ``rocksdb.unreadable`` finding when the RocksDB ConsumeQueue cannot be
+    read (its offsets are then not checked)."""
+    try:
+        bounds = store_queue_bounds(layout, expired_min_is_max)
+    except RocksDBUnreadable as e:
+        return OffsetsReport(None), [finding("rocksdb.unreadable", e.path, None, e.why)]
+    return check_offsets(layout, bounds, group), []
 
 
 def _time_at(layout: StoreLayout, queue: QueueFiles | None, queue_offset: int) -> int | None:
@@ -140,7 +175,11 @@ def reset_plan(layout: StoreLayout, lags: list[QueueLag], how: str = "as-broker"
         when = dt.datetime.fromisoformat(value or "")
         when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
     shift = int(value or 0) if how == "shift-by" else 0
-    dirs = {(t, q): d for t, q, d in layout.files.queue_dirs()} if how == "to-datetime" else {}
+    with queue_entries(layout) as entries:
+        return _plan(lags, how, group, shift, when, entries if how == "to-datetime" else (lambda key: None), layout)
+
+
+def _plan(lags, how, group, shift, when, entries, layout) -> list[dict]:
     plan = []
     for lag in lags:
         if lag.min_offset is None or (group is not None and lag.consumer_group != group):
@@ -157,10 +196,10 @@ def reset_plan(layout: StoreLayout, lags: list[QueueLag], how: str = "as-broker"
         elif how == "shift-by":
             new = min(max(cur + shift, lo), hi)
         else:
-            queue_dir = dirs.get((lag.topic, lag.queue_id))
-            if queue_dir is None:             # bounds without files: nothing to search by time
+            queue = entries((lag.topic, lag.queue_id))
+            if queue is None:                 # bounds without entries: nothing to search by time
                 continue
-            new = offset_by_time(QueueFiles(queue_dir), layout, lo, hi, int(when.timestamp() * 1000))
+            new = offset_by_time(queue, layout, lo, hi, int(when.timestamp() * 1000))
         plan.append({"store": lag.store, "consumer_group": lag.consumer_group, "topic": lag.topic,
                      "queue_id": lag.queue_id, "current_offset": cur, "new_offset": new})
     return plan
@@ -185,9 +224,10 @@ def consumer_lag(layouts: list[StoreLayout], how: str = "as-broker", value: str 
     out = ConsumerLag()
     for layout in layouts:
         expired_min_is_max = resolve(layout, options).release.expired_min_is_max
-        layout.refuse(Work.READ_CONFIG)
-        layout.refuse(Work.READ_QUEUES)
-        report = check_offsets(layout, store_queue_bounds(layout, expired_min_is_max), group)
+        layout.refuse(Work.READ_OFFSETS)
+        layout.refuse(Work.READ_QUEUE_UNITS)
+        report, problems = offsets_against_stored_bounds(layout, expired_min_is_max, group)
+        out.findings += problems
         out.lags += report.lags
         out.findings += report.findings
         out.plan += reset_plan(layout, report.lags, how, value, group)
@@ -202,5 +242,5 @@ def write_reset_plan(plan: list[dict], path: str) -> None:
         w.writerows(plan)
 
 
-__all__ = ["ConsumerLag", "OffsetsReport", "QueueLag", "RESETS", "RESET_COLUMNS", "STATUSES", "check_offsets",
+__all__ = ["ConsumerLag", "OffsetsReport", "offsets_against_stored_bounds", "QueueLag", "RESETS", "RESET_COLUMNS", "STATUSES", "check_offsets",
            "consumer_lag", "reset_plan", "write_reset_plan"]

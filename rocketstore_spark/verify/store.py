@@ -44,12 +44,14 @@ from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
-from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
+from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
+from rocketstore_spark.verify.rocksdb_queues import check_rocksdb_queues
 from rocketstore_spark.verify.state import LogState, check_state
 
 
@@ -312,18 +314,28 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
                                settings.message_delay_level, log, newest=k == len(known) - 1,
                                previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
                    for k, v in enumerate(known)]
-        queues = check_queues_of(layout, settings, spill, log, pool) if check_queues else []
+        queues = check_queues_of(layout, settings, spill, log, pool, findings=findings) if check_queues else []
         index = [f.result() for f in checked]
     return conclude(layout, settings, log, scans, queues, index, known, findings)
 
 
 def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispatched, log: LogBounds, pool,
-                    resume: dict | None = None) -> list[QueueVerdict]:
+                    resume: dict | None = None, findings: list[Finding] | None = None) -> list[QueueVerdict]:
     """Every queue of the store (its directory, or records in ``spill``, waited for) checked, sorted by topic
     and queue id: a queue group on ``pool`` while this thread reads and sorts the next (two groups held at
     most). ``resume``: (topic, queue id) -> the ``check_queue`` resume of the queues it names (the scrub's
-    resumed cross-checks: ``spill`` then holds only the records written since)."""
+    resumed cross-checks: ``spill`` then holds only the records written since). A RocksDB ConsumeQueue's units
+    are checked against the same dispatch instead (never resumed); what is wrong with the database itself is
+    appended to ``findings``."""
     root = store_root(layout)
+    db = queue_db(layout.root)
+    if db is not None:
+        if resume:
+            raise ValueError("a RocksDB ConsumeQueue's check does not resume")
+        queues, problems = check_rocksdb_queues(db, spill.queue_groups(), log, root)
+        if findings is not None:
+            findings += problems
+        return queues
     resume = resume or {}
     dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
     locate = segment_locator(segment_names(layout, root))
@@ -361,8 +373,16 @@ def conclude(layout: StoreLayout, settings: BrokerSettings, log: LogBounds, scan
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings = findings + check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
-    offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues if q.files}) \
-        if not (layout.refused(Work.READ_CONFIG) or layout.refused(Work.CHECK_QUEUES)) else OffsetsReport(None)
+    if not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.CHECK_QUEUES)):
+        rocks = queue_db(layout.root) is not None
+        offsets = check_offsets(layout, {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in queues
+                                         if q.files or (rocks and q.max_offset)})
+    elif not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.READ_QUEUE_UNITS)):
+        # queues read but not checked (a RocksDB ConsumeQueue): the bounds RocketMQ gives them as stored
+        offsets, bounds_findings = offsets_against_stored_bounds(layout, settings.release.expired_min_is_max)
+        findings += bounds_findings
+    else:
+        offsets = OffsetsReport(None)
     findings += [f for q in queues for f in q.findings] + [f for i in index for f in i.findings] + offsets.findings
     names = {seg.base_offset: os.path.basename(seg.path) for seg in layout.segments}
     return StoreVerdict(layout.name, settings, log, [(names[b], s) for b, s in scans], queues, index, offsets,

@@ -7,6 +7,7 @@
     python tests/golden/regenerate.py --jobs 2 --out /tmp/golden   # two versions at a time (what the test runs)
     python tests/golden/regenerate.py --multipath --out /tmp/golden   # only the multi-path CommitLog stores
     python tests/golden/regenerate.py --dledger --out /tmp/golden  # only the DLedger CommitLog stores (dledger-5.5.1/)
+    python tests/golden/regenerate.py --rocksdb --out /tmp/golden  # only rocksdb-5.5.1/ (storeType=defaultRocksDB)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -85,9 +86,11 @@ def require_tools() -> None:
             raise GoldenError(f"'{tool}' not found on PATH: the golden generator needs {hint}")
 
 
-def build(version: str) -> str:
-    """Compile the generator against rocketmq-store ``version``; returns the runtime classpath."""
-    cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", "package", "dependency:build-classpath"]
+def build(version: str, rocksdb: bool = False) -> str:
+    """Compile the generator against rocketmq-store ``version`` (``rocksdb``: with RocksDBGolden and the
+    rocketmq-broker jar, pom profile "rocksdb"); returns the runtime classpath."""
+    cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", *(["-Drocksdb"] if rocksdb else []),
+           "package", "dependency:build-classpath"]
     proc = subprocess.run(cmd, cwd=GENERATOR, capture_output=True, text=True)
     if proc.returncode != 0:
         out = proc.stdout + proc.stderr
@@ -95,7 +98,7 @@ def build(version: str) -> str:
             raise GoldenError(f"RocketMQ {version} could not be resolved from Maven Central "
                               f"(org.apache.rocketmq:rocketmq-store:{version}). Is it a released version?\n{out[-2000:]}")
         raise GoldenError(f"building the generator for RocketMQ {version} failed:\n{out[-4000:]}")
-    target = GENERATOR / "target" / version
+    target = GENERATOR / "target" / (f"{version}-rocksdb" if rocksdb else version)
     return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
 
 
@@ -640,6 +643,63 @@ def generate_dledger(out: Path, scratch: Path, version: str = DLEDGER_VERSION) -
     return list(scenarios)
 
 
+# ------------------------------------------------------------------------ RocksDB ConsumeQueue (5.5.1)
+
+ROCKSDB_VERSION = "5.5.1"
+ROCKSDB_FOLDER = f"rocksdb-{ROCKSDB_VERSION}"      # not rocketmq-*: the classic golden tests do not apply to it
+#: consumer offsets written into the clean store's config/consumerOffsets/ (topic@group/queue=offset)
+ROCKSDB_OFFSETS = ("TopicTest@golden_in_range/0=5", "TopicTest@golden_in_range/1=9", "TopicTest@golden_beyond_max/2=500",
+                   "OrderTopic@golden_caught_up/0=8", "%RETRY%golden_group@golden_group/0=1", "NoSuchTopic@golden_ghost/0=7")
+
+
+ROCKSDB_TORN_AT = 8000     # torn: 64 zero bytes at this position of the clean store's last segment
+
+
+def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
+    """``rocksdb-5.5.1/{clean,crash,torn}``: RocketMQ's RocksDBMessageStore writes them (RocksDBGolden write;
+    torn is the clean store with an abort file and a record of its last segment zeroed), the clean one gets
+    consumer offsets in RocksDB (RocksDBGolden offsets), and each manifest is RocketMQ's view (RocksDBGolden
+    view: the database as stored, and a real restart on a copy)."""
+    classpath = build(ROCKSDB_VERSION, rocksdb=True)
+    main = "io.rocketstore.golden.RocksDBGolden"
+    folder = out / ROCKSDB_FOLDER
+    names = []
+    for mode in ("clean", "crash", "torn"):
+        sdir = folder / mode
+        shutil.rmtree(sdir, ignore_errors=True)
+        store = sdir / "store"
+        surgery = []
+        if mode == "torn":
+            # the clean store as a crash leaves it with a record of its last segment torn: the log then ends
+            # before the database's dispatch checkpoint, and RocketMQ truncates the queues' maxes
+            shutil.copytree(folder / "clean" / "store", store)
+            shutil.rmtree(store / "config" / "consumerOffsets")
+            (store / "abort").write_bytes(b"")
+            segment = sorted((store / "commitlog").iterdir())[-1]
+            with open(segment, "r+b") as f:
+                f.seek(ROCKSDB_TORN_AT)
+                f.write(bytes(64))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": ROCKSDB_TORN_AT,
+                        "length": 64}, {"action": "create", "file": "abort"},
+                       {"action": "delete", "file": "config/consumerOffsets"}]
+        else:
+            run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
+        offsets = ROCKSDB_OFFSETS if mode == "clean" else ()
+        if offsets:
+            run(classpath, "offsets", "--store", str(store), *[a for o in offsets for a in ("--set", o)], main=main)
+        view = scratch / f"rocksdb-{mode}.json"
+        run(classpath, "view", "--store", str(store), "--work", str(scratch / "rocksdb-work"), "--out", str(view),
+            main=main)
+        manifest = {"scenario": mode, "rocketmq_version": ROCKSDB_VERSION, "store": "store",
+                    "store_type": "defaultRocksDB", "geometry": GEOMETRY,
+                    "consumer_offsets_written": list(offsets), "surgery": surgery, "files": sorted(
+                        str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()),
+                    **json.loads(view.read_text())}
+        (sdir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        names.append(f"{ROCKSDB_FOLDER}/{mode}")
+    return names
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -659,6 +719,8 @@ def main(argv: list[str] | None = None) -> int:
                              "time, as Maven's local repository is not safe for concurrent downloads)")
     parser.add_argument("--dledger", action="store_true",
                         help=f"only the DLedger CommitLog stores (dledger-{DLEDGER_VERSION}/ under --out)")
+    parser.add_argument("--rocksdb", action="store_true",
+                        help=f"only the RocksDB ConsumeQueue stores ({ROCKSDB_FOLDER}/: storeType=defaultRocksDB)")
     args = parser.parse_args(argv)
     try:
         require_tools()
@@ -671,6 +733,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.dledger:
                 names = generate_dledger(args.out.resolve(), Path(scratch))
                 print(f"== DLedger (RocketMQ {DLEDGER_VERSION}): {', '.join(names)}", file=sys.stderr)
+                return 0
+            if args.rocksdb:
+                print(f"== {', '.join(generate_rocksdb(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
                 return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:

@@ -71,7 +71,10 @@ def test_rocksdb_consume_queues_refuse_queue_work_but_not_the_commitlog(tmp_path
     shutil.copytree(ROCKSDB, store / "consumequeue")
     layout = discover(str(store))[0]
     layout.refuse(Work.READ_COMMITLOG)
-    for work in (Work.READ_QUEUES, Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+    layout.refuse(Work.READ_QUEUE_UNITS)       # read and recovered through store.rocksdb (tests/store/test_rocksdb.py)
+    layout.refuse(Work.RECOVER)
+    layout.refuse(Work.CHECK_QUEUES)
+    for work in (Work.READ_QUEUES, Work.REBUILD, Work.REPAIR):
         with pytest.raises(UnsupportedStore, match="RocksDB ConsumeQueue"):
             layout.refuse(work)
 
@@ -80,10 +83,20 @@ def test_rocksdb_consume_queues_in_their_separate_directory(tmp_path):
     store = classic(tmp_path)
     shutil.copytree(ROCKSDB, store / "consumequeue_rocksdb")
     with pytest.raises(UnsupportedStore, match="useSeparateStorePathForRocksdbCQ"):
-        discover(str(store))[0].refuse(Work.READ_QUEUES)
+        discover(str(store))[0].refuse(Work.REBUILD)
 
 
-@pytest.mark.parametrize("sub", ["consumerOffsets", "topics", "subscriptionGroups", "rdb"])
+@pytest.mark.parametrize("sub", ["consumerOffsets", "metadata"])
+def test_consumer_offsets_in_rocksdb_are_read_but_not_repaired(tmp_path, sub):
+    store = classic(tmp_path)
+    shutil.copytree(ROCKSDB, store / "config" / sub)
+    layout = discover(str(store))[0]
+    layout.refuse(Work.READ_OFFSETS)
+    with pytest.raises(UnsupportedStore, match=f"config/{sub}/"):
+        layout.refuse(Work.REPAIR)
+
+
+@pytest.mark.parametrize("sub", ["topics", "subscriptionGroups", "rdb"])
 def test_config_in_rocksdb_makes_the_json_files_untrusted(tmp_path, sub):
     store = classic(tmp_path)
     shutil.copytree(ROCKSDB, store / "config" / sub)

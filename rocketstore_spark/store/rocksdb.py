@@ -1,0 +1,307 @@
+"""RocketMQ's RocksDB databases in a store, read-only: the RocksDB ConsumeQueue (``storeType=defaultRocksDB``,
+5.2+) and the v1 RocksDB config's consumer offsets. Layout (RocketMQ 5.5.1's ``RocksDBConsumeQueueTable``,
+``RocksDBConsumeQueueOffsetTable``, ``RocksDBConfigManager``; docs/format/rocksdb-queues.md):
+
+    consumequeue/ (or consumequeue_rocksdb/ with useSeparateStorePathForRocksdbCQ), column families:
+      default   key  int32 len(topic) | 0x01 | topic | 0x01 | int32 queueId | 0x01 | int64 queue offset
+                value int64 physical offset | int32 size | int64 tagsCode | int64 store time    (28 bytes)
+      offset    key  int32 len(topic) | 0x01 | topic | 0x01 | "max"/"min" | 0x01 | int32 queueId
+                value int64 physical offset | int64 queue offset                                (16 bytes)
+                "max" names the queue's LAST entry (getMaxOffsetInQueue = it + 1); the key of topic
+                CHECKPOINT_TOPIC, "max", queue 0 holds 8 bytes: the end of the last dispatched record
+                (getMaxPhyOffsetInConsumeQueue, where recovery starts dispatching)
+    config/consumerOffsets/ (v1; config/metadata/ column family "consumerOffset" with
+      useSingleRocksDBForAllConfigs): key "topic@group", value JSON {"offsetTable":{"<queue>":offset}};
+      column family "kvDataVersion" (consumerOffsetVersion) key "kvDataVersionKey": the DataVersion JSON.
+    Integers big-endian (Java ByteBuffer).
+
+Opening never writes under the store and never takes the broker's lock: the database directory is mirrored
+by symbolic links in a private temporary directory and opened there read-only (``rocksdict``; RocksDB's
+read-only mode takes no LOCK, creates and repairs nothing, compacts nothing; its info LOG and rocksdict's
+``rocksdict-config.json`` land in the temporary directory). A database a running broker holds is read as of
+its last flush — RocketMQ writes the ConsumeQueue without a write-ahead log, so that is also what a crash
+leaves. A missing, damaged or unreadable database raises ``RocksDBUnreadable`` naming the path (callers
+turn it into a finding). Runs wherever called (driver, Spark worker, CLI).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from rocketstore_spark.store.engines import is_rocksdb
+
+CTRL_1 = b"\x01"
+CHECKPOINT_TOPIC = "CHECKPOINT_TOPIC"          # TopicValidator.RMQ_SYS_ROCKSDB_OFFSET_TOPIC
+OFFSET_CF = "offset"
+UNIT_SIZE = 28
+UNIT_DTYPE = np.dtype([("physical_offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8"),
+                       ("store_timestamp", ">i8")])
+QUEUE_DIRS = ("consumequeue", "consumequeue_rocksdb")
+OFFSET_DBS = (("consumerOffsets", "default", "kvDataVersion"),
+              ("metadata", "consumerOffset", "consumerOffsetVersion"))
+DATA_VERSION_KEY = b"kvDataVersionKey"
+BATCH = 1 << 16
+
+
+class RocksDBUnreadable(Exception):
+    """A RocksDB database that cannot be opened or read (missing, damaged, foreign): ``path`` and why."""
+
+    def __init__(self, path: Path | str, why: str):
+        super().__init__(f"{path}: {why}")
+        self.path = str(path)
+        self.why = why
+
+
+def queue_db(root: Path | None) -> Path | None:
+    """The store's RocksDB ConsumeQueue database (consumequeue/ or consumequeue_rocksdb/), or None."""
+    if root is None:
+        return None
+    for name in QUEUE_DIRS:
+        if is_rocksdb(root / name):
+            return root / name
+    return None
+
+
+@contextmanager
+def open_readonly(db: Path) -> Iterator[object]:
+    """``db`` opened read-only through a private mirror of symbolic links (module docstring); yields the
+    rocksdict ``Rdict`` (raw bytes) with every column family the database has."""
+    from rocksdict import AccessType, Options, Rdict
+    db = Path(db)
+    if not is_rocksdb(db):
+        raise RocksDBUnreadable(db, "not a RocksDB database (no CURRENT file)")
+    mirror = Path(tempfile.mkdtemp(prefix="rocketstore-rocksdb-"))
+    rd = None
+    try:
+        try:
+            for entry in os.scandir(db):
+                if entry.is_file() and entry.name != "LOCK" and not entry.name.startswith("LOG"):
+                    os.symlink(os.path.abspath(entry.path), mirror / entry.name)
+        except OSError as e:
+            raise RocksDBUnreadable(db, f"cannot list the database: {e}") from None
+        try:
+            names = Rdict.list_cf(str(mirror))
+            opts = Options(raw_mode=True)
+            opts.create_if_missing(False)
+            opts.set_db_log_dir(str(mirror))
+            rd = Rdict(str(mirror), options=opts, access_type=AccessType.read_only(),
+                       column_families={n: Options(raw_mode=True) for n in names if n != "default"})
+        except Exception as e:            # rocksdict raises plain Exceptions carrying RocksDB's status
+            raise RocksDBUnreadable(db, f"RocksDB refuses to open it read-only: {str(e).replace(str(mirror), str(db))}"
+                                    ) from None
+        yield rd
+    finally:
+        if rd is not None:
+            try:
+                rd.close()
+            except Exception:
+                pass
+        shutil.rmtree(mirror, ignore_errors=True)
+
+
+def _column(rd, name: str):
+    try:
+        return rd if name == "default" else rd.get_column_family(name)
+    except Exception:
+        return None
+
+
+def _pairs(cf, path: str, name: str) -> Iterator[tuple[bytes, bytes]]:
+    """Every (key, value) of a column family in key order; RocksDBUnreadable when reading fails midway."""
+    it = cf.iter()
+    it.seek_to_first()
+    while it.valid():
+        yield it.key(), it.value()
+        it.next()
+    try:
+        it.status()
+    except Exception as e:
+        raise RocksDBUnreadable(path, f"reading the '{name}' column family: {e}") from None
+
+
+def offset_key(topic: str, queue_id: int, kind: str) -> bytes:
+    t = topic.encode("utf-8")
+    return struct.pack(">i", len(t)) + CTRL_1 + t + CTRL_1 + kind.encode() + CTRL_1 + struct.pack(">i", queue_id)
+
+
+def unit_key(topic: str, queue_id: int, queue_offset: int) -> bytes:
+    t = topic.encode("utf-8")
+    return struct.pack(">i", len(t)) + CTRL_1 + t + CTRL_1 + struct.pack(">i", queue_id) + CTRL_1 + \
+        struct.pack(">q", queue_offset)
+
+
+@dataclass
+class QueueOffsets:
+    """One queue's entries of the ``offset`` column family: (physical offset, queue offset) of its last entry
+    ("max") and of its first live entry ("min", written when RocketMQ first corrects it), None if absent."""
+    topic: str
+    queue_id: int
+    max: tuple[int, int] | None = None
+    min: tuple[int, int] | None = None
+
+
+@dataclass
+class QueueTable:
+    """The ``offset`` column family of a RocksDB ConsumeQueue: the dispatch checkpoint and every queue."""
+    path: str
+    max_physical_offset: int | None                       # CHECKPOINT_TOPIC's value; None when absent
+    queues: dict[tuple[str, int], QueueOffsets] = field(default_factory=dict)
+    malformed: int = 0                                     # keys or values of no known shape
+
+
+def read_queue_table(rd, path: str) -> QueueTable:
+    """The offset column family of an opened database (``open_readonly``), as RocketMQ's ``forEach`` parses it."""
+    cf = _column(rd, OFFSET_CF)
+    if cf is None:
+        raise RocksDBUnreadable(path, "no 'offset' column family: not a RocketMQ ConsumeQueue database")
+    table = QueueTable(path, None)
+    for k, v in _pairs(cf, path, OFFSET_CF):
+        if len(k) < 14:
+            table.malformed += 1
+            continue
+        n = struct.unpack_from(">i", k)[0]
+        if n < 0 or len(k) != 14 + n or k[4:5] != CTRL_1 or k[5 + n:6 + n] != CTRL_1:
+            table.malformed += 1
+            continue
+        topic = k[5:5 + n].decode("utf-8", "replace")
+        kind = k[6 + n:9 + n]
+        queue_id = struct.unpack_from(">i", k, 10 + n)[0]
+        if topic == CHECKPOINT_TOPIC and len(v) == 8:
+            table.max_physical_offset = struct.unpack(">q", v)[0]
+            continue
+        if len(v) != 16 or kind not in (b"max", b"min"):
+            table.malformed += 1
+            continue
+        q = table.queues.setdefault((topic, queue_id), QueueOffsets(topic, queue_id))
+        value = struct.unpack(">qq", v)
+        if kind == b"max":
+            q.max = value
+        else:
+            q.min = value
+    return table
+
+
+def read_units(rd, topic: str, queue_id: int, start: int = 0, stop: int | None = None,
+               batch: int = BATCH, path: str = "") -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(queue offsets int64, units UNIT_DTYPE) of one queue's keys in the default column family from queue
+    offset ``start`` up to ``stop`` (exclusive; None: every key), ascending, in batches of ``batch``. Values of
+    another length than 28 bytes are passed over (RocketMQ's reads would fail on them). The binding yields a
+    pair at a time; the decoding is numpy's."""
+    prefix = unit_key(topic, queue_id, 0)[:-8]
+    it = rd.iter()
+    it.seek(unit_key(topic, queue_id, max(start, 0)))
+    offs: list[bytes] = []
+    vals: list[bytes] = []
+
+    def flush():
+        o = np.frombuffer(b"".join(offs), dtype=">i8").astype(np.int64)
+        u = np.frombuffer(b"".join(vals), dtype=UNIT_DTYPE)
+        offs.clear()
+        vals.clear()
+        return o, u
+
+    while it.valid():
+        k = it.key()
+        if len(k) != len(prefix) + 8 or not k.startswith(prefix):
+            break
+        if stop is not None and struct.unpack_from(">q", k, len(prefix))[0] >= stop:
+            break
+        v = it.value()
+        if len(v) == UNIT_SIZE:
+            offs.append(k[len(prefix):])
+            vals.append(v)
+            if len(offs) >= batch:
+                yield flush()
+        it.next()
+    _status(it, path, topic, queue_id)
+    if offs:
+        yield flush()
+    del it
+
+
+def _status(it, path: str, topic: str, queue_id: int) -> None:
+    """Raise RocksDBUnreadable when an iteration ended on an error (a damaged block) rather than at the end."""
+    try:
+        it.status()
+    except Exception as e:
+        raise RocksDBUnreadable(path, f"reading the units of {topic}/{queue_id}: {e}") from None
+
+
+def get_unit(rd, topic: str, queue_id: int, queue_offset: int) -> np.void | None:
+    """One unit (``RocksDBConsumeQueueTable.getCQInKV``), or None."""
+    v = rd.get(unit_key(topic, queue_id, queue_offset))
+    return np.frombuffer(v, dtype=UNIT_DTYPE)[0] if v is not None and len(v) == UNIT_SIZE else None
+
+
+class QueueUnits:
+    """One queue of an opened RocksDB ConsumeQueue with ``lookup.queue_files.QueueFiles``' ``entry``."""
+
+    def __init__(self, rd, topic: str, queue_id: int):
+        self.rd, self.topic, self.queue_id = rd, topic, queue_id
+
+    def entry(self, queue_offset: int) -> tuple[int, int, int] | None:
+        """(physical offset, size, tagsCode) of the unit at ``queue_offset``; None where there is none."""
+        u = get_unit(self.rd, self.topic, self.queue_id, queue_offset)
+        return None if u is None else (int(u["physical_offset"]), int(u["size"]), int(u["tags_code"]))
+
+
+# ------------------------------------------------------------------------------------- consumer offsets
+
+def offsets_db(root: Path | None) -> tuple[Path, str, str] | None:
+    """(database, column family of the offsets, column family of the data version) of the store's v1
+    RocksDB consumer offsets, or None when it keeps them in config/consumerOffset.json."""
+    if root is None:
+        return None
+    for name, cf, version_cf in OFFSET_DBS:
+        if is_rocksdb(root / "config" / name):
+            return root / "config" / name, cf, version_cf
+    return None
+
+
+@dataclass
+class RocksOffsets:
+    """Consumer offsets of a RocksDB config database: (topic, group, queue_id, offset) rows, the kv data
+    version's counter, and the keys that did not parse ("key: why")."""
+    path: str
+    rows: list[tuple[str, str, int, int]]
+    counter: int | None
+    problems: list[str]
+
+
+def read_rocksdb_offsets(db: Path, cf_name: str, version_cf: str) -> RocksOffsets:
+    """Every ``topic@group`` key of ``db`` (``RocksDBConsumerOffsetManager.decodeOffset``)."""
+    rows, problems, counter = [], [], None
+    with open_readonly(db) as rd:
+        cf = _column(rd, cf_name)
+        if cf is None:
+            raise RocksDBUnreadable(db, f"no '{cf_name}' column family")
+        for k, v in _pairs(cf, str(db), cf_name):
+            key = k.decode("utf-8", "replace")
+            topic, at, group = key.rpartition("@")
+            try:
+                table = json.loads(v.decode("utf-8"))["offsetTable"]
+                parsed = sorted((int(q), int(o)) for q, o in table.items())
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                problems.append(f"{key}: {type(e).__name__}: {e}")
+                continue
+            if not at:
+                problems.append(f"{key}: not topic@group")
+                continue
+            rows.extend((topic, group, q, o) for q, o in parsed)
+        vcf = _column(rd, version_cf)
+        raw = vcf.get(DATA_VERSION_KEY) if vcf is not None else None
+        if raw:
+            try:
+                counter = int(json.loads(raw.decode("utf-8"))["counter"])
+            except (ValueError, KeyError, TypeError):
+                problems.append(f"{DATA_VERSION_KEY.decode()}: unparsable data version")
+    return RocksOffsets(str(db), rows, counter, problems)

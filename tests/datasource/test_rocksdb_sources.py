@@ -1,0 +1,27 @@
+"""rocketmq_consumequeue and rocketmq_consumer_offsets on a RocksDB ConsumeQueue store (storeType=defaultRocksDB)
+against RocketMQ 5.5.1's view in tests/golden/rocksdb-5.5.1/ (one local Spark session)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.store.test_rocksdb import SCENARIOS, manifest, snapshot, store, written_offsets
+
+pytestmark = pytest.mark.spark
+
+
+def test_rocksdb_queues_and_offsets_as_tables(spark):
+    before = {s: snapshot(store(s)) for s in SCENARIOS}
+    paths = ",".join(str(store(s)) for s in SCENARIOS)
+    rows = spark.read.format("rocketmq_consumequeue").option("paths", paths).load().collect()
+    for scenario in SCENARIOS:
+        mine = [r for r in rows if r.store.endswith(f"/{scenario}/store")]
+        got = sorted((r.topic, r.queue_id, r.queue_offset, r.physical_offset, r.size, r.tags_code) for r in mine)
+        want = sorted((q["topic"], q["queue_id"], *u[:4]) for q in manifest(scenario)["stored"]["queues"]
+                      for u in q["units"])
+        assert got == want
+        assert {(r.file, r.file_position, r.is_filler) for r in mine} == {
+            (str(store(scenario) / "consumequeue"), None, False)}
+    rows = spark.read.format("rocketmq_consumer_offsets").load(str(store("clean"))).collect()
+    assert {(r.topic, r.consumer_group, r.queue_id): r.consumer_offset for r in rows} == written_offsets()
+    assert {r.source_file.rsplit("/", 2)[-2:] == ["config", "consumerOffsets"] for r in rows} == {True}
+    assert {s: snapshot(store(s)) for s in SCENARIOS} == before
