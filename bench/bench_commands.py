@@ -49,7 +49,8 @@ sys.path.insert(0, str(ROOT / "tests" / "golden"))
 
 from bench_read import build_store, drop_cache, store_arguments  # noqa: E402
 
-CLI = str(ROOT / ".venv" / "bin" / "rocketstore")
+CLI = str(Path(sys.executable).parent / "rocketstore")      # the venv running this bench
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # this checkout
 TOPIC = "bench_topic_3"
 # RocketMQ's defaults, which the generator (made for small golden stores) must be told
 DEFAULT_GEOMETRY = ("--mappedFileSizeConsumeQueue", "6000000", "--maxHashSlotNum", "5000000",
