@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
-from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
+from rocketstore_spark.rocketmq.recovery import QueueFeed, RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
@@ -54,10 +54,12 @@ def _iso(ms) -> str | None:
 
 
 def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
-                    release_family: str | None = None) -> tuple[dict, RecoveryReport]:
+                    release_family: str | None = None, queue_feed: QueueFeed | None = None
+                    ) -> tuple[dict, RecoveryReport]:
     """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
     settings and ``rocketmqVersion``; ``release_family``: one of ``rocketmq.releases.FAMILY_NAMES`` (overrides the
-    release's family)."""
+    release's family); ``queue_feed``: the unreachable records counted from another pass's queue records
+    (``rocketmq.recovery.QueueFeed``: the audit's verify) rather than a dispatch of the log of its own."""
     layouts = discover(path)
     if len(layouts) != 1:
         raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
@@ -66,7 +68,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
     layout.refuse(Work.RECOVER)             # another engine recovers otherwise: no verdict rather than a wrong one
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
-    sim = Simulation(layout, settings, release_family)
+    sim = Simulation(layout, settings, release_family, queue_feed=queue_feed)
     r = sim.run()
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),

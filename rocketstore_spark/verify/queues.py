@@ -44,7 +44,7 @@ from rocketstore_spark.codec.consumequeue import ENTRY_SIZE, EXT_ADDRESS_MAX
 from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.store.layout import StoreMap
-from rocketstore_spark.store.queues import unreadable_queue_file
+from rocketstore_spark.store.queues import held_file_count, unreadable_queue_file
 
 Locate = Callable[[int], tuple[str, int]]        # physical offset -> (segment file, position in it)
 
@@ -103,7 +103,7 @@ def _queue_files(queue_dir: str, root: str) -> list[_File]:
         if unreadable_queue_file(path, cq_offset):
             continue
         f = _File(os.path.relpath(path, root), path, cq_offset, base=base)
-        f.count = consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
+        f.count = held_file_count(path)
         files.append(f)
         base += f.count
     return files

@@ -268,10 +268,11 @@ def _read_back(path: Path):
 
 
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
-                 check_crc: bool = True, work_dir: str | None = None) -> StoreVerdict:
+                 check_crc: bool = True, work_dir: str | None = None, queue_feed=None) -> StoreVerdict:
     """Verify one store (see module docstring); ``options`` as for the rebuild (broker setting names and
     ``rocketmqVersion``); ``work_dir``: where the queue entries are spilled (default: the system's temporary
-    directory)."""
+    directory); ``queue_feed``: also given every queue's records as they are checked, then closed (complete
+    when the log was dispatched: ``rocketmq.recovery.QueueFeed``, the audit's recovery report)."""
     layouts = discover(path)
     if len(layouts) != 1:
         raise ValueError(f"{path}: names {len(layouts)} stores; verify_store takes one (spark.verify takes many)")
@@ -312,8 +313,16 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
         queues = []
         seen = set()
 
+        def fed(topic, queue_id, cols):
+            if queue_feed is None:
+                return cols
+            if isinstance(cols, dict):
+                queue_feed.feed(topic, queue_id, cols)
+                return cols
+            return (queue_feed.feed(topic, queue_id, chunk) or chunk for chunk in cols)     # a split queue's chunks
+
         def check_group(group):
-            return [check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
+            return [check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, fed(topic, queue_id, cols), log,
                                 settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
                                 has_consume_queue_ext(layout)) for topic, queue_id, cols in group]
         # a group's queues are checked on the pool while this thread reads and sorts the next group: two groups
@@ -326,6 +335,8 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
             checking = pool.submit(check_group, group)
         if checking is not None:
             queues += checking.result()
+        if queue_feed is not None:
+            queue_feed.close(complete=spill is not None)
         empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
         for (topic, queue_id), d in dirs.items():
             if (topic, queue_id) not in seen:
