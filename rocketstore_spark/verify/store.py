@@ -46,7 +46,7 @@ from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
-from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, spilled_keys
+from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, small_keys, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
@@ -208,23 +208,13 @@ class Dispatched:
             if sum(p.stat().st_size for p in paths if p.exists()) > SPLIT_ROWS * ENTRY_SPILL.itemsize:
                 yield self.split_group(group, remap, topics)
                 continue
-            parts = []
-            for task, path in enumerate(paths):
-                rows = np.fromfile(path, dtype=ENTRY_SPILL) if path.exists() else np.zeros(0, ENTRY_SPILL)
-                rows["topic"] = remap[task][rows["topic"]] if len(rows) else rows["topic"]
-                parts.append(rows)
-            rows = np.concatenate(parts)
-            key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
-            order = np.argsort(key, kind="stable")      # stable: each queue's records stay in CommitLog order
-            key, rows = key[order], rows[order]           # one gather; each queue is then a slice
-            if not len(key):
+            rows = _read_group(paths, remap)
+            if not len(rows):
                 continue
-            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            group = []
-            for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-                topic, queue_id = dispatch.queue_of(key[start])
-                group.append((topics[topic], queue_id, {c: rows[c][start:stop] for c in _ENTRY_COLUMNS}))
-            yield group
+            order, queues = _queue_order(rows["topic"], rows["queue_id"])
+            cols = {c: rows[c][order] for c in _ENTRY_COLUMNS}      # a gather per column; each queue a slice
+            yield [(topics[topic], queue_id, {c: col[start:stop] for c, col in cols.items()})
+                   for topic, queue_id, start, stop in queues]
 
     def split_group(self, group: int, remap: list[np.ndarray], topics: list[str]) -> list:
         """A queue group too large to hold (one busy queue, or many): its spill files read READ_ROWS records at a
@@ -258,6 +248,46 @@ class Dispatched:
     def keys(self):
         """The spilled IndexFile keys as a ``verify.index.KeySource``."""
         return spilled_keys(self.dir, self.tasks)
+
+
+def _read_group(paths: list[Path], remap: list[np.ndarray]) -> np.ndarray:
+    """A queue group's spill files (one a scan task, in task order: CommitLog order) read into one array, their
+    topics renumbered into the store's (``remap``: a task's topic index -> the store's)."""
+    sizes = [p.stat().st_size // ENTRY_SPILL.itemsize if p.exists() else 0 for p in paths]
+    rows = np.empty(sum(sizes), ENTRY_SPILL)
+    at = 0
+    for task, (path, n) in enumerate(zip(paths, sizes)):
+        if n:
+            part = rows[at:at + n]
+            with open(path, "rb") as f:
+                f.readinto(part.view(np.uint8))
+            part["topic"] = remap[task][part["topic"]]
+            at += n
+    return rows
+
+
+def _queue_order(topic: np.ndarray, queue_id: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """(the order that puts records queue by queue — stable: each queue's records stay in CommitLog order —,
+    (topic, queue id, start, stop) of each queue's slice in that order, queues ascending as ``dispatch.queue_keys``
+    orders them: topic, then queue id as an unsigned 32-bit number). A group of a few thousand queues at most
+    sorts a 16-bit code (a radix sort, linear); any other, the 64-bit queue keys."""
+    topic = topic.astype(np.int64)
+    unsigned = queue_id.astype(np.int64) & 0xFFFFFFFF
+    low, span = int(unsigned.min()), int(unsigned.max() - unsigned.min()) + 1
+    codes = (int(topic.max()) + 1) * span
+    if int(topic.min()) >= 0 and codes <= 1 << 16:
+        code = topic * span + (unsigned - low)
+        order = np.argsort(small_keys(code, codes), kind="stable")
+        counts = np.bincount(code, minlength=codes)
+        stops = np.cumsum(counts)
+        return order, [(c // span, int(np.int32(np.uint32(c % span + low))), int(stops[c] - counts[c]), int(stops[c]))
+                       for c in np.flatnonzero(counts).tolist()]
+    key = dispatch.queue_keys(topic, queue_id)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return order, [(*dispatch.queue_of(key[start]), int(start), int(stop))
+                   for start, stop in zip(starts.tolist(), np.r_[starts[1:], len(key)].tolist())]
 
 
 def _read_back(path: Path):
