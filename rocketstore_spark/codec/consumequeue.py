@@ -42,10 +42,12 @@ def held(entries: np.ndarray) -> np.ndarray:
 HELD_STEP = 1 << 14
 
 
-def held_count(count: int, read) -> int:
+def held_count(count: int, read, scan_from: int | None = None) -> int:
     """How many of a file's ``count`` entries ``held`` keeps; ``read(start, end)``: its entries [start, end) (a
-    file on disk is read from its end HELD_STEP entries at a time: a full file costs one read)."""
-    end = count
+    file on disk is read from its end HELD_STEP entries at a time: a full file costs one read); ``scan_from``:
+    the entries from there on are known to be zeros (a sparse file's hole: ``store.queues.held_file_count``),
+    so the backward read starts there."""
+    end = count if scan_from is None else max(0, min(count, scan_from))
     while end > 0:
         start = max(0, end - HELD_STEP)
         chunk = read(start, end)

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
-from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation
+from rocketstore_spark.rocketmq.recovery import QueueFeed, RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
 from rocketstore_spark.rocketmq.settings import resolve
@@ -56,11 +56,13 @@ def _iso(ms) -> str | None:
 
 
 def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
-                    release_family: str | None = None, reachable_below: int | None = None
-                    ) -> tuple[dict, RecoveryReport]:
+                    release_family: str | None = None, reachable_below: int | None = None,
+                    queue_feed: QueueFeed | None = None) -> tuple[dict, RecoveryReport]:
     """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
     settings and ``rocketmqVersion``; ``release_family``: one of ``rocketmq.releases.FAMILY_NAMES`` (overrides the
-    release's family); ``reachable_below``: ``rocketmq.recovery.Simulation``'s (the scrub's)."""
+    release's family); ``reachable_below``: ``rocketmq.recovery.Simulation``'s (the scrub's); ``queue_feed``: the
+    unreachable records counted from another pass's queue records (``rocketmq.recovery.QueueFeed``: the audit's
+    verify) rather than a dispatch of the log of its own."""
     layouts = discover(path)
     if len(layouts) != 1:
         raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
@@ -72,7 +74,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
     db = queue_db(layout.root)
     # a RocksDB ConsumeQueue recovers by its own rules (rocketmq.rocksdb_recovery); the database read-only
     sim = RocksDBSimulation(layout, settings, db) if db is not None else \
-        Simulation(layout, settings, release_family, reachable_below=reachable_below)
+        Simulation(layout, settings, release_family, reachable_below=reachable_below, queue_feed=queue_feed)
     r = sim.run()
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),

@@ -27,7 +27,7 @@ from rocketstore_spark.codec.consumequeue import ENTRY_DTYPE, ENTRY_SIZE, FILLER
 from rocketstore_spark.store import rocksdb
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.layout import StoreMap, offset_name
-from rocketstore_spark.store.queues import unreadable_queue_file
+from rocketstore_spark.store.queues import read_held, unreadable_queue_file
 
 DEFAULT_FILE_SIZE = 300_000 * ENTRY_SIZE
 
@@ -200,8 +200,7 @@ def queue_bounds(queue_dir: str, log_min: int, expired_min_is_max: bool = True) 
     def read(k: int) -> np.ndarray:
         if unreadable_queue_file(*files[k]):                   # no entries in a file RocketMQ could not have written
             return cq_codec.decode_entries(b"")
-        with open(files[k][0], "rb") as f:
-            return cq_codec.held(cq_codec.decode_entries(f.read()))
+        return read_held(files[k][0])
     return rocketmq_bounds(files, read, log_min, expired_min_is_max)
 
 

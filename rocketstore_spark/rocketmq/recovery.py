@@ -30,6 +30,7 @@ dispatches, in the order it does.
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,6 +54,7 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
 from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.queues import read_held
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
 
@@ -94,8 +96,7 @@ def _entries(path: str) -> np.ndarray:
     RocketMQ's MappedFileQueue.load refuses for its size anyway: reading it has no bound)."""
     if os.path.getsize(path) > consumequeue.MAX_FILE_SIZE:
         return consumequeue.decode_entries(b"").copy()
-    with open(path, "rb") as f:
-        return consumequeue.held(consumequeue.decode_entries(f.read())).copy()
+    return read_held(path)
 
 
 def recover_queue(topic: str, queue_id: int, queue_dir) -> QueueRecovery:
@@ -214,14 +215,17 @@ class Simulation:
     """One store's simulated restart (``run``), for a release family and broker settings."""
 
     def __init__(self, layout: StoreLayout, settings: BrokerSettings, release_family: str | None = None,
-                 without_derived: bool = False, reachable_below: int | None = None):
+                 without_derived: bool = False, reachable_below: int | None = None,
+                 queue_feed: "QueueFeed | None" = None):
         """``reachable_below``: a physical offset below which every queued record is known to have its entry in
         its queue, below every entry that could end the queue (the scrub's resumed cross-checks show it: every
         queue without findings up to there, its files and the log there unchanged); ``unreachable`` does not
         read those records again (none of them can be beyond its queue's end: a recovery keeps every entry
-        below its process offset, and dispatch only moves an end up)."""
+        below its process offset, and dispatch only moves an end up). ``queue_feed``: the unreachable records
+        counted from another pass's queue columns (the audit's verify), not by dispatching the log again."""
         self.layout, self.settings = layout, settings
         self.reachable_below = reachable_below
+        self.queue_feed = queue_feed
         # a restart after consumequeue/ and index/ were removed (the rebuild: ``restart_dispatch``)
         self.without_derived = without_derived
         self.family: Family = family_named(release_family) if release_family else settings.release.family
@@ -464,8 +468,10 @@ class Simulation:
         max_cq_after = report.queue_end_after = max((st.max_physical for st in states.values()), default=-1)
         if self.without_derived:           # what it dispatches is all ``restart_dispatch`` asks
             return report
-        report.unreachable = self._unreachable(max(log_min, self.reachable_below or log_min), lo,
-                                               {key: st.max_physical for key, st in states.items()})
+        ends = {key: st.max_physical for key, st in states.items()}
+        start = max(log_min, self.reachable_below or log_min)
+        fed = self.queue_feed.ask(start, lo, ends) if self.queue_feed is not None else None
+        report.unreachable = fed if fed is not None else self._unreachable(start, lo, ends)
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
             report.later_starts.append(LaterStart(
@@ -643,6 +649,63 @@ def add_queue_spans(out: dict, topics: list[str], key: np.ndarray, phy: np.ndarr
             agg[0] += row[0]
             agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
             agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
+
+
+class QueueFeed:
+    """The unreachable records (``Simulation._unreachable``) counted from every queue's records as another pass
+    of the same store already holds them (the audit: verify's spill, ``verify.store``), instead of dispatching
+    the log a second time. Two threads meet here: the simulation ``ask``s with the range and the queues' ends
+    and waits; the other pass ``feed``s each queue's records (numpy columns ``physical_offset`` and
+    ``queue_offset`` of the queued records of one queue, every queued record of the log in all) — its first
+    feed waits for the question — and ``close``s, complete or not (an incomplete feed: the simulation
+    dispatches the log itself). ``withdraw``: the simulation ended without asking (the feeder stops waiting).
+    The same counts as ``_unreachable``: a filter and a min/max per queue, in any order."""
+
+    def __init__(self):
+        self._asked: Future = Future()
+        self._done: Future = Future()
+        self._out: dict[tuple[str, int], list[int]] = {}
+        self._lock = threading.Lock()
+
+    def ask(self, lo: int, hi: int, ends: dict) -> dict | None:
+        """(simulation) The unreachable records of [lo, hi) as ``_unreachable`` returns them; None when the
+        feed did not see every queue."""
+        with self._lock:
+            if not self._asked.done():
+                self._asked.set_result((lo, hi, ends))
+        return self._done.result()
+
+    def withdraw(self) -> None:
+        """(simulation) Done without asking: the feeder need not wait."""
+        with self._lock:
+            if not self._asked.done():
+                self._asked.set_result(None)
+
+    def feed(self, topic: str, queue_id: int, cols: dict) -> None:
+        """(the other pass) Records of one queue, ``physical_offset`` and ``queue_offset`` columns."""
+        asked = self._asked.result()
+        if asked is None or self._done.done():
+            return
+        lo, hi, ends = asked
+        phy, qo = cols["physical_offset"], cols["queue_offset"]
+        beyond = (phy >= lo) & (phy < hi) & (phy >= ends.get((topic, queue_id), -1))
+        if not beyond.any():
+            return
+        phy, qo = phy[beyond], qo[beyond]
+        row = [len(phy), int(qo.min()), int(qo.max()), int(phy.min()), int(phy.max())]
+        with self._lock:
+            agg = self._out.setdefault((topic, queue_id), row)
+            if agg is not row:
+                agg[0] += row[0]
+                agg[1], agg[2] = min(agg[1], row[1]), max(agg[2], row[2])
+                agg[3], agg[4] = min(agg[3], row[3]), max(agg[4], row[4])
+
+    def close(self, complete: bool) -> None:
+        """(the other pass) Every queue fed (``complete``), or not; a second close changes nothing."""
+        with self._lock:
+            if not self._done.done():
+                self._done.set_result(self._out if complete and self._asked.done() and
+                                      self._asked.result() is not None else None)
 
 
 class _QueueRows:

@@ -1,6 +1,7 @@
 """Reading ConsumeQueue directories read-only (wherever called: Spark worker, CLI, tests)."""
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from typing import Iterator
@@ -42,6 +43,49 @@ def read_queue(queue_dir: str, chunk_entries: int = CHUNK_ENTRIES) -> Iterator[Q
                 if n < chunk_entries:          # the end of the written entries, or of the file
                     break
                 position += len(data)
+
+
+def data_end(fd: int, size: int) -> int:
+    """Where the last data of the file open at ``fd`` (``size`` bytes) ends: past it the file is a hole, zeros
+    the filesystem does not store (a broker's preallocated ConsumeQueue file, mapped at its full size, and our
+    rebuild's are sparse: a 6 MB file holding a few thousand entries stores those). ``size`` where the
+    filesystem does not say (SEEK_DATA unsupported: every byte then counts as data) or the file is fragmented
+    beyond a few hundred regions."""
+    end = position = 0
+    for _ in range(512):
+        try:
+            start = os.lseek(fd, position, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:         # only a hole from here on
+                return end
+            return size
+        position = end = os.lseek(fd, start, os.SEEK_HOLE)
+        if position >= size:
+            return size
+    return size
+
+
+def held_file_count(path: str) -> int:
+    """``consumequeue.held_count`` of the ConsumeQueue file at ``path``, reading back from the end of its data
+    (``data_end``) rather than through the zeros of its preallocated tail."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        count = size // consumequeue.ENTRY_SIZE
+        return consumequeue.held_count(
+            count, lambda start, end: consumequeue.decode_entries(
+                os.pread(fd, (end - start) * consumequeue.ENTRY_SIZE, start * consumequeue.ENTRY_SIZE)),
+            scan_from=-(-data_end(fd, size) // consumequeue.ENTRY_SIZE))
+    finally:
+        os.close(fd)
+
+
+def read_held(path: str) -> np.ndarray:
+    """The entries of the ConsumeQueue file at ``path`` that ``consumequeue.held`` keeps (a copy, writable),
+    reading only those (``held_file_count``)."""
+    n = held_file_count(path)
+    with open(path, "rb") as f:
+        return consumequeue.decode_entries(f.read(n * consumequeue.ENTRY_SIZE)).copy()
 
 
 def unreadable_queue_file(path: str, cq_offset: int) -> tuple[str, str] | None:

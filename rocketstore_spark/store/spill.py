@@ -69,16 +69,18 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                 for decoded in reader:
                     w = decoded.batch
                     topic_hashes += decoder.topic_hashes[len(topic_hashes):]
-                    q = w.queued
-                    rows = np.empty(int(q.sum()), dtype=ENTRY_SPILL)
+                    # the queued records in group order (stable: CommitLog order within a group), each column
+                    # gathered on its own — a gather of the packed 36-byte rows is several times slower
+                    q = np.flatnonzero(w.queued)
+                    group = queue_group(np.asarray(topic_hashes, np.int64)[w.topic[q]], w.queue_id[q], groups)
+                    order = q[np.argsort(small_keys(group, groups), kind="stable")]
+                    rows = np.empty(len(order), dtype=ENTRY_SPILL)
                     for name in ENTRY_SPILL.names:
-                        rows[name] = getattr(w, name)[q]
-                    group = queue_group(np.asarray(topic_hashes, np.int64)[rows["topic"]], rows["queue_id"], groups)
-                    order = np.argsort(group, kind="stable")
-                    bounds = np.searchsorted(group[order], np.arange(groups + 1))
+                        rows[name] = getattr(w, name)[order]
+                    bounds = np.r_[0, np.cumsum(np.bincount(group, minlength=groups))]
                     for g in range(groups):
                         if bounds[g + 1] > bounds[g]:
-                            files[g].write(rows[order[bounds[g]:bounds[g + 1]]].tobytes())
+                            files[g].write(rows[bounds[g]:bounds[g + 1]].tobytes())
                     if index:
                         take = w.key_physical_offset >= key_floor
                         put = np.empty(int(take.sum()), dtype=KEY_SPILL)
@@ -88,6 +90,12 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                         keys += len(put)
                 findings.extend(reader.result.findings)
     return decoder.topics, keys, findings
+
+
+def small_keys(keys: np.ndarray, bound: int) -> np.ndarray:
+    """``keys`` (non-negative, below ``bound``) in the narrowest integer type that holds them: numpy's stable
+    sort of 8- and 16-bit integers is a radix sort (linear), of wider ones a merge sort."""
+    return keys.astype(np.uint8 if bound <= 1 << 8 else np.uint16 if bound <= 1 << 16 else np.int64)
 
 
 def read_spill(path: Path, dtype: np.dtype, first: int = 0, count: int | None = None):

@@ -44,7 +44,7 @@ from rocketstore_spark.codec.consumequeue import ENTRY_SIZE, EXT_ADDRESS_MAX
 from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.store.layout import StoreMap
-from rocketstore_spark.store.queues import unreadable_queue_file
+from rocketstore_spark.store.queues import held_file_count, unreadable_queue_file
 
 Locate = Callable[[int], tuple[str, int]]        # physical offset -> (segment file, position in it)
 
@@ -107,8 +107,7 @@ def _queue_files(queue_dir: str, root: str, counts: dict[str, int] | None = None
         if unreadable_queue_file(path, cq_offset):
             continue
         f = _File(os.path.relpath(path, root), path, cq_offset, base=base)
-        f.count = counts[f.name] if f.name in counts else \
-            consumequeue.held_count(os.path.getsize(path) // ENTRY_SIZE, f.read)
+        f.count = counts[f.name] if f.name in counts else held_file_count(path)
         files.append(f)
         base += f.count
     return files

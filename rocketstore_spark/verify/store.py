@@ -39,6 +39,7 @@ import numpy as np
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.recovery import QueueFeed
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
@@ -47,7 +48,7 @@ from rocketstore_spark.store.outputs import OutputError, outside_stores, store_r
 from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
-from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, spilled_keys
+from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, small_keys, spilled_keys
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
@@ -214,23 +215,13 @@ class Dispatched:
             if sum(p.stat().st_size for p in paths if p.exists()) > SPLIT_ROWS * ENTRY_SPILL.itemsize:
                 yield self.split_group(group, remap, topics)
                 continue
-            parts = []
-            for task, path in enumerate(paths):
-                rows = np.fromfile(path, dtype=ENTRY_SPILL) if path.exists() else np.zeros(0, ENTRY_SPILL)
-                rows["topic"] = remap[task][rows["topic"]] if len(rows) else rows["topic"]
-                parts.append(rows)
-            rows = np.concatenate(parts)
-            key = dispatch.queue_keys(rows["topic"], rows["queue_id"])
-            order = np.argsort(key, kind="stable")      # stable: each queue's records stay in CommitLog order
-            key, rows = key[order], rows[order]           # one gather; each queue is then a slice
-            if not len(key):
+            rows = _read_group(paths, remap)
+            if not len(rows):
                 continue
-            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            group = []
-            for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
-                topic, queue_id = dispatch.queue_of(key[start])
-                group.append((topics[topic], queue_id, {c: rows[c][start:stop] for c in _ENTRY_COLUMNS}))
-            yield group
+            order, queues = _queue_order(rows["topic"], rows["queue_id"])
+            cols = {c: rows[c][order] for c in _ENTRY_COLUMNS}      # a gather per column; each queue a slice
+            yield [(topics[topic], queue_id, {c: col[start:stop] for c, col in cols.items()})
+                   for topic, queue_id, start, stop in queues]
 
     def split_group(self, group: int, remap: list[np.ndarray], topics: list[str]) -> list:
         """A queue group too large to hold (one busy queue, or many): its spill files read READ_ROWS records at a
@@ -266,6 +257,46 @@ class Dispatched:
         return spilled_keys(self.dir, self.tasks)
 
 
+def _read_group(paths: list[Path], remap: list[np.ndarray]) -> np.ndarray:
+    """A queue group's spill files (one a scan task, in task order: CommitLog order) read into one array, their
+    topics renumbered into the store's (``remap``: a task's topic index -> the store's)."""
+    sizes = [p.stat().st_size // ENTRY_SPILL.itemsize if p.exists() else 0 for p in paths]
+    rows = np.empty(sum(sizes), ENTRY_SPILL)
+    at = 0
+    for task, (path, n) in enumerate(zip(paths, sizes)):
+        if n:
+            part = rows[at:at + n]
+            with open(path, "rb") as f:
+                f.readinto(part.view(np.uint8))
+            part["topic"] = remap[task][part["topic"]]
+            at += n
+    return rows
+
+
+def _queue_order(topic: np.ndarray, queue_id: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """(the order that puts records queue by queue — stable: each queue's records stay in CommitLog order —,
+    (topic, queue id, start, stop) of each queue's slice in that order, queues ascending as ``dispatch.queue_keys``
+    orders them: topic, then queue id as an unsigned 32-bit number). A group of a few thousand queues at most
+    sorts a 16-bit code (a radix sort, linear); any other, the 64-bit queue keys."""
+    topic = topic.astype(np.int64)
+    unsigned = queue_id.astype(np.int64) & 0xFFFFFFFF
+    low, span = int(unsigned.min()), int(unsigned.max() - unsigned.min()) + 1
+    codes = (int(topic.max()) + 1) * span
+    if int(topic.min()) >= 0 and codes <= 1 << 16:
+        code = topic * span + (unsigned - low)
+        order = np.argsort(small_keys(code, codes), kind="stable")
+        counts = np.bincount(code, minlength=codes)
+        stops = np.cumsum(counts)
+        return order, [(c // span, int(np.int32(np.uint32(c % span + low))), int(stops[c] - counts[c]), int(stops[c]))
+                       for c in np.flatnonzero(counts).tolist()]
+    key = dispatch.queue_keys(topic, queue_id)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return order, [(*dispatch.queue_of(key[start]), int(start), int(stop))
+                   for start, stop in zip(starts.tolist(), np.r_[starts[1:], len(key)].tolist())]
+
+
 def _read_back(path: Path):
     """A split queue's records (``Dispatched.split_group``), READ_ROWS at a time; the file goes once read."""
     for rows in read_spill(path, ENTRY_SPILL):
@@ -274,10 +305,21 @@ def _read_back(path: Path):
 
 
 def verify_store(path: str, *, options: dict | None = None, broker_conf: str | None = None,
-                 check_crc: bool = True, work_dir: str | None = None) -> StoreVerdict:
+                 check_crc: bool = True, work_dir: str | None = None, queue_feed: QueueFeed | None = None
+                 ) -> StoreVerdict:
     """Verify one store (see module docstring); ``options`` as for the rebuild (broker setting names and
     ``rocketmqVersion``); ``work_dir``: where the queue entries are spilled (default: the system's temporary
-    directory)."""
+    directory); ``queue_feed``: also given every queue's records as they are checked, then closed (complete
+    when the log was dispatched: ``rocketmq.recovery.QueueFeed``, the audit's recovery report)."""
+    try:
+        return _verify_store(path, options, broker_conf, check_crc, work_dir, queue_feed)
+    finally:
+        if queue_feed is not None:
+            queue_feed.close(complete=False)        # not fed whole (refused, failed): a no-op once closed
+
+
+def _verify_store(path: str, options: dict | None, broker_conf: str | None, check_crc: bool, work_dir: str | None,
+                  queue_feed: QueueFeed | None) -> StoreVerdict:
     layouts = discover(path)
     if len(layouts) != 1:
         raise ValueError(f"{path}: names {len(layouts)} stores; verify_store takes one (spark.verify takes many)")
@@ -314,19 +356,22 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
                                settings.message_delay_level, log, newest=k == len(known) - 1,
                                previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
                    for k, v in enumerate(known)]
-        queues = check_queues_of(layout, settings, spill, log, pool, findings=findings) if check_queues else []
+        queues = check_queues_of(layout, settings, spill, log, pool, findings=findings, queue_feed=queue_feed) \
+            if check_queues else []
         index = [f.result() for f in checked]
     return conclude(layout, settings, log, scans, queues, index, known, findings)
 
 
 def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispatched, log: LogBounds, pool,
-                    resume: dict | None = None, findings: list[Finding] | None = None) -> list[QueueVerdict]:
+                    resume: dict | None = None, findings: list[Finding] | None = None,
+                    queue_feed: QueueFeed | None = None) -> list[QueueVerdict]:
     """Every queue of the store (its directory, or records in ``spill``, waited for) checked, sorted by topic
     and queue id: a queue group on ``pool`` while this thread reads and sorts the next (two groups held at
     most). ``resume``: (topic, queue id) -> the ``check_queue`` resume of the queues it names (the scrub's
     resumed cross-checks: ``spill`` then holds only the records written since). A RocksDB ConsumeQueue's units
     are checked against the same dispatch instead (never resumed); what is wrong with the database itself is
-    appended to ``findings``."""
+    appended to ``findings``. ``queue_feed``: given each queue's records as they are checked, then closed
+    (complete: every queue of the log fed)."""
     root = store_root(layout)
     db = queue_db(layout.root)
     if db is not None:
@@ -342,8 +387,16 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
     queues = []
     seen = set()
 
+    def fed(topic, queue_id, cols):
+        if queue_feed is None:
+            return cols
+        if isinstance(cols, dict):
+            queue_feed.feed(topic, queue_id, cols)
+            return cols
+        return (queue_feed.feed(topic, queue_id, chunk) or chunk for chunk in cols)     # a split queue's chunks
+
     def check(topic, queue_id, cols):
-        return check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, cols, log,
+        return check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, fed(topic, queue_id, cols), log,
                            settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
                            has_consume_queue_ext(layout), resume.get((topic, queue_id)))
     checking = None
@@ -354,6 +407,8 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
         checking = pool.submit(lambda g: [check(*q) for q in g], group)
     if checking is not None:
         queues += checking.result()
+    if queue_feed is not None:
+        queue_feed.close(complete=not resume)        # resumed: the spill holds only the records written since
     empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
     queues += [check(topic, queue_id, empty) for topic, queue_id in sorted(dirs.keys() | resume.keys())
                if (topic, queue_id) not in seen]

@@ -39,10 +39,10 @@ def small_store(root: Path) -> Path:
 
 
 class Cluster(InstalledCluster):
-    """A standalone master and two workers of one core each, from the checkout's PySpark, in process groups of
-    their own (stopping one stops its executors and Python workers too)."""
+    """A standalone master and two workers (``workers``) of one core each, from the checkout's PySpark, in process
+    groups of their own (stopping one stops its executors and Python workers too). Also bench/bench_cluster.py's."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, workers: int = 2, worker_memory: str = "1g"):
         import pyspark
         home = Path(pyspark.__file__).parent
         self.log_dir = tmp
@@ -50,13 +50,13 @@ class Cluster(InstalledCluster):
         self.env = clean_env(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_CONF_DIR=str(tmp / "conf"))
         port = free_port()
         self.url = f"spark://127.0.0.1:{port}"
-        self.names = ["master", "worker1", "worker2"]
+        self.names = ["master", *(f"worker{k}" for k in range(1, workers + 1))]
         self.procs = [self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                   "--port", str(port), "--webui-port", str(free_port()))]
         for name in self.names[1:]:
             (tmp / name).mkdir()
             self.procs.append(self._start(name, "org.apache.spark.deploy.worker.Worker", self.url, "--host",
-                                          "127.0.0.1", "--cores", "1", "--memory", "1g",
+                                          "127.0.0.1", "--cores", "1", "--memory", worker_memory,
                                           "--webui-port", str(free_port()), "--work-dir", str(tmp / name)))
 
     def wait(self, timeout: float = 60) -> None:
@@ -67,14 +67,15 @@ class Cluster(InstalledCluster):
             assert time.monotonic() < deadline, "\n".join(self.log(n)[-1500:] for n in self.names)
             time.sleep(0.2)
 
-    def submit(self, *args, numba_cache: Path) -> subprocess.CompletedProcess:
+    def submit(self, *args, numba_cache: Path, executor_memory: str = "768m",
+               timeout: float = 300) -> subprocess.CompletedProcess:
         """./spark-submit.sh with this master (the checkout's .venv Python on driver and executors), numba's
         cache of the kernels imported from the zip in ``numba_cache`` on both."""
         env = clean_env(SPARK_MASTER=self.url, SPARK_LOCAL_IP="127.0.0.1", NUMBA_CACHE_DIR=str(numba_cache),
-                        SPARK_SUBMIT_OPTS_EXTRA=f"--conf spark.executor.memory=768m "
+                        SPARK_SUBMIT_OPTS_EXTRA=f"--conf spark.executor.memory={executor_memory} "
                                                 f"--conf spark.executorEnv.NUMBA_CACHE_DIR={numba_cache}")
         return subprocess.run([str(ROOT / "spark-submit.sh"), *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=300, stdin=subprocess.DEVNULL)
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
     def executor_logs(self) -> dict[str, list[Path]]:
         """Per worker, the stderr of every executor it ran."""

@@ -62,3 +62,23 @@ def test_a_store_of_another_engine_gets_findings_and_no_recovery_verdict(tmp_pat
     assert audit.at_risk and doc["recovery"] is None
     assert "cannot predict a restart: the store uses DLedger CommitLog" in doc["recovery_refused"]
     assert doc["findings"][0]["check"] == "store.partial_engine"      # DLedger's log is read, its recovery not
+
+
+def test_the_audit_counts_unreachable_messages_from_verify_s_records_as_the_report_does(tmp_path, monkeypatch):
+    """The audit's recovery report takes its unreachable messages from the queue records verify dispatched
+    (``rocketmq.recovery.QueueFeed``): the same document as ``recovery_report`` alone, which dispatches the log
+    itself — on RocketMQ's lagging queues (a clean start leaves their tail unreachable) and on a store whose
+    queues are gone (every message unreachable) — without a second dispatch of the log."""
+    import shutil
+
+    from rocketstore_spark.rocketmq.recovery import Simulation
+    gone = copy_store(BY_ID["5.1.4/clean"].store, tmp_path / "store")
+    shutil.rmtree(gone / "consumequeue")
+    stores = [str(BY_ID["4.9.8/cq-lag-clean"].store), str(BY_ID["5.5.1/cq-lag-clean"].store), str(gone)]
+    alone = [recovery_report(s)[0] for s in stores]
+    assert all(doc["unreachable"]["messages"] for doc in alone)
+    dispatched = []
+    original = Simulation._unreachable
+    monkeypatch.setattr(Simulation, "_unreachable", lambda self, *a: dispatched.append(a) or original(self, *a))
+    audit = audit_stores([layout for s in stores for layout in discover(s)])
+    assert [d["recovery"] for d in audit.docs] == alone and dispatched == []

@@ -308,3 +308,22 @@ def test_no_room_to_split_a_queue_group_is_a_refusal(tmp_path, monkeypatch, code
     assert r.exit_code == 2, r.output
     assert f"{tmp_path}: " in r.stderr and "the queue check's spill files" in r.stderr and "--work-dir" in r.stderr
     assert "Traceback" not in r.output and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("queue_ids", [(0, 8), (-3, 5), (0, 70_000)])     # a radix-sorted code; the 64-bit keys
+def test_queue_order_is_the_stable_order_of_the_queue_keys(queue_ids):
+    """``verify.store._queue_order`` (a 16-bit code where the group's queues allow one) orders records as a
+    stable sort of ``dispatch.queue_keys`` does, negative queue ids (damage) included."""
+    from rocketstore_spark.rocketmq import dispatch
+    from rocketstore_spark.verify.store import _queue_order
+    rng = np.random.default_rng(7)
+    topic = rng.integers(0, 20, 50_000).astype(np.int32)
+    queue_id = rng.integers(*queue_ids, 50_000).astype(np.int32)
+    order, queues = _queue_order(topic, queue_id)
+    key = dispatch.queue_keys(topic, queue_id)
+    expected = np.argsort(key, kind="stable")
+    assert np.array_equal(order, expected)
+    sorted_key = key[expected]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    assert queues == [(*dispatch.queue_of(sorted_key[a]), int(a), int(b))
+                      for a, b in zip(starts, np.r_[starts[1:], len(key)])]
