@@ -807,6 +807,9 @@ class RestartDispatch:
     pieces: list[DispatchPiece]              # the ranges cut at segment ends and where a segment's reading stops
     stops: list[tuple[str, int, str]]        # (file, byte, why): a segment whose dispatch ends before its data does
     recovery_delay_levels: bool = True       # the release's ``Family.recovery_delay_levels``
+    # (segment, file position) of the tails ``read`` has reported: a crash's recovery and reput phases both end
+    # at the restart's end of log, and its tail (a pre-allocated segment's zeros, perhaps) is read once
+    _tails: set = field(default_factory=set, repr=False)
 
     def delay_levels(self, phase: str, message_delay_level: str) -> str:
         """The delay-level table a phase's dispatch computes SCHEDULE_TOPIC_XXXX tagsCodes with: none for a
@@ -829,8 +832,10 @@ class RestartDispatch:
             if dispatching:
                 yield decoded
         findings.extend(reader.result.findings)
+        tail_at = (piece.path, reader.result.end_position)
         if piece.to_stop and reader.result.stop_position is None and reader.result.end_position >= \
-                piece.end - piece.base_offset:
+                piece.end - piece.base_offset and tail_at not in self._tails:
+            self._tails.add(tail_at)
             # dispatched to the range's end (where the restart's log ends, inside the segment): what lies
             # after it — the damage the recovery cut at, records after it — is reported too, from headers
             tail = SegmentReader(piece.path, piece.base_offset, AuditDecoder(check_crc=False),
