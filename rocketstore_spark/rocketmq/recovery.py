@@ -839,7 +839,8 @@ class RestartDispatch:
             # dispatched to the range's end (where the restart's log ends, inside the segment): what lies
             # after it — the damage the recovery cut at, records after it — is reported too, from headers
             tail = SegmentReader(piece.path, piece.base_offset, AuditDecoder(check_crc=False),
-                                 reader.result.end_position, followed=piece.followed, next_path=piece.next_path)
+                                 reader.result.end_position, followed=piece.followed, next_path=piece.next_path,
+                                 at_record=True)
             for _ in tail:
                 pass
             findings.extend(tail.result.findings)

@@ -7,7 +7,8 @@ The file is opened ``O_RDONLY`` and read through one window at a time (a read-on
 or a ``pread`` copy where mapping fails; grown only up to ``max_record_size`` for a single large record),
 so memory per split is bounded whatever the segment size. Records belong to the split in which they
 *start*; the last one is read past the split end. A split that does not start at position 0 begins at the
-first plausible record start (commitlog.resync).
+first plausible record start (commitlog.resync), unless the caller knows it starts at a record or at where
+the segment's data ends (``at_record``).
 
 This module only supplies windows of bytes: the walk and the columns are ``codec.decoder.RecordDecoder``'s,
 and the reader acts on where and why each walk stopped (refill the window for a record that continues past
@@ -97,9 +98,12 @@ class SegmentReader:
     def __init__(self, path: str, base_offset: int, decoder: RecordDecoder, start: int = 0, end: int | None = None,
                  *, strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
                  followed: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 next_path: str | None = None):
+                 next_path: str | None = None, at_record: bool = False):
         self.path = path
         self.next_path = next_path      # where the next segment lies (a multi-path log); None: beside this one
+        # ``start`` is where a record (or the segment's end: a BLANK, zero fill) lies, as a walk from 0 would
+        # reach it: read from there as that walk would, without looking for the next plausible record start
+        self.at_record = at_record
         self.base_offset = base_offset
         self.decoder = decoder
         self.start = start
@@ -168,7 +172,7 @@ class SegmentReader:
         res = self.result
         window = self.window           # bytes per mapping; grows only for one oversized record
         pos = self.start
-        if pos > 0:
+        if pos > 0 and not self.at_record:
             pos = self._resync(fd, window, pos, end, file_size)
             if pos < 0:
                 res.end_position = self.start

@@ -204,6 +204,26 @@ def test_damage_before_a_clean_starts_walk_is_skipped_to_the_next_segment_or_cut
     assert resync.beyond == want
 
 
+def test_a_last_segment_closed_by_a_blank_with_no_segment_after_it_is_reported_as_resync_reports_it(tmp_path):
+    """The log's last segment ends with a BLANK (RocketMQ rolled over) but the segment it rolled over to is gone:
+    the restart's log ends at the BLANK, beyond every record the release's rebuild dispatches — and reading it
+    still meets the BLANK and says the next segment is missing, as --resync (a walk of every byte) does."""
+    from rocketstore_spark.codec.encode import Message
+    from tests.builders import write_store
+    store = tmp_path / "store"
+    placed = write_store(store / "commitlog", [
+        Message(topic="T", body=bytes([65 + i % 26]) * 100, queue_id=i % 2) for i in range(48)], segment_size=SEGMENT)
+    last = max(phy for phy, _ in placed) // SEGMENT * SEGMENT
+    (store / "commitlog" / f"{last:020d}").unlink()
+    options = {"rocketmqVersion": "5.5.1", **SMALL}
+    release = rebuild_store(str(store), tmp_path / "release", options=options)
+    resync = rebuild_store(str(store), tmp_path / "resync", options=options, resync=True)
+    missing = [(Path(f.file).name, f.check) for f in release.findings if f.check == "commitlog.missing_next_segment"]
+    assert missing == [(f"{last - SEGMENT:020d}", "commitlog.missing_next_segment")]
+    assert {(f.check, f.file, f.file_position) for f in release.findings} == \
+        {(f.check, f.file, f.file_position) for f in resync.findings if f.check != "rebuild.beyond_release"}
+
+
 def crashed_with_prepared_tail(tmp_path, release: str):
     """Five 2 KiB segments of 40 messages (two index keys each), the last three PREPARED transactions (indexed,
     never queued), crashed (abort file, checkpoint as of the last record): (store, options, placed)."""
