@@ -64,21 +64,13 @@ def main(spark, argv) -> int:
 
 def check(argv) -> None:
     """Arguments and store paths are checked before Spark starts; the table must lie outside every store."""
-    from rocketstore_spark.store.discovery import StorePathError, discover
-    from rocketstore_spark.store.engines import UnsupportedStore, Work
-    from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+    from rocketstore_spark.spark.entrypoint import check_stores, usage_error
+    from rocketstore_spark.store.engines import Work
     args = parse_args(argv)
-    try:
-        layouts = [layout for path in store_paths(args) for layout in discover(path)]
-        for layout in layouts:
-            layout.refuse(Work.READ_COMMITLOG)
-        outside_stores(args.table, store_roots(layouts), "Delta table")
-        unknown = sorted(set(args.restart) - {layout.name for layout in layouts})
-        if unknown:
-            raise StorePathError(f"--restart-at names {', '.join(unknown)}, which is not among the --store paths")
-    except (StorePathError, OutputError, UnsupportedStore) as e:
-        print(f"ingest: {e}", file=sys.stderr)
-        sys.exit(2)
+    layouts = check_stores("ingest", args.store, refuse=(Work.READ_COMMITLOG,), outputs=((args.table, "Delta table"),))
+    unknown = sorted(set(args.restart) - {os.path.abspath(layout.name) for layout in layouts})
+    if unknown:
+        usage_error("ingest", f"--restart-at names {', '.join(unknown)}, which is not among the --store paths")
 
 
 if __name__ == "__main__":

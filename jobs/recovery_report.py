@@ -66,23 +66,17 @@ def main(spark, argv) -> int:
 def check(argv) -> None:
     """Arguments and paths are checked before Spark starts; without --lost-output no Spark is needed, so the
     report is made here and the job ends."""
-    from rocketstore_spark.store.discovery import StorePathError, discover
+    from rocketstore_spark.spark.entrypoint import check_stores, usage_error
     from rocketstore_spark.store.engines import Work
-    from rocketstore_spark.store.outputs import outside_stores, store_roots
     args = parse_args(argv)
-    try:
-        layouts = discover(args.store)
-        for layout in layouts:
-            layout.refuse(Work.RECOVER)
-        roots = store_roots(layouts)
-        for path, what in ((args.json, "JSON document"), (args.lost_output, "export of the lost messages")):
-            if path and path != "-":
-                outside_stores(path, roots, what)
-        if not args.lost_output:
-            sys.exit(main(None, argv))
-    except (StorePathError, ValueError, OSError) as e:
-        print(f"recovery_report: {e}", file=sys.stderr)
-        sys.exit(2)
+    check_stores("recovery_report", args.store, refuse=(Work.RECOVER,),
+                 outputs=((args.json, "JSON document"), (args.lost_output, "export of the lost messages")))
+    if not args.lost_output:
+        try:
+            code = main(None, argv)
+        except (ValueError, OSError) as e:
+            usage_error("recovery_report", e)
+        sys.exit(code)
 
 
 if __name__ == "__main__":

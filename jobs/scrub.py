@@ -71,23 +71,16 @@ def main(spark, argv) -> int:
 def check(argv) -> None:
     """Arguments, store paths, the state and the outputs (outside every store) are checked before Spark starts."""
     from rocketstore_spark.documents import DocumentError
-    from rocketstore_spark.store.discovery import StorePathError, discover
-    from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+    from rocketstore_spark.spark.entrypoint import check_stores, usage_error
     from rocketstore_spark.verify.scrub import load_state
     args = parse_args(argv)
+    check_stores("scrub", args.store, broker_conf=args.broker_conf,
+                 outputs=((args.state, "scrub state"), (args.json, "JSON document"), (args.history, "history"),
+                          (args.work_dir, "work directory")))
     try:
-        layouts = [layout for store in args.store for layout in discover(store)]
-        for path, what in ((args.state, "scrub state"), (args.json, "JSON document"), (args.history, "history"),
-                           (args.work_dir, "work directory")):
-            if path and path != "-":
-                outside_stores(path, store_roots(layouts), what)
         load_state(args.state)
-    except (StorePathError, OutputError, DocumentError) as e:
-        print(f"scrub: {e}", file=sys.stderr)
-        sys.exit(2)
-    if args.broker_conf and not os.path.isfile(args.broker_conf):
-        print(f"scrub: --broker-conf {args.broker_conf}: no such file", file=sys.stderr)
-        sys.exit(2)
+    except DocumentError as e:
+        usage_error("scrub", e)
 
 
 if __name__ == "__main__":

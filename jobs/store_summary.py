@@ -126,15 +126,9 @@ def main(spark, argv) -> int:
 
 def check_paths(argv) -> None:
     """Arguments and store paths are checked before Spark starts: a mistake costs no JVM start-up."""
-    from rocketstore_spark.store.discovery import StorePathError, discover
-    from rocketstore_spark.store.engines import UnsupportedStore, Work
-    args = parse_args(argv)
-    try:
-        for layout in discover(args.store):
-            layout.refuse(Work.READ_COMMITLOG)
-    except (StorePathError, UnsupportedStore) as e:
-        print(f"store_summary: {e}", file=sys.stderr)
-        sys.exit(2)
+    from rocketstore_spark.spark.entrypoint import check_stores
+    from rocketstore_spark.store.engines import Work
+    check_stores("store_summary", parse_args(argv).store, refuse=(Work.READ_COMMITLOG,))
 
 
 if __name__ == "__main__":

@@ -98,34 +98,18 @@ def main(spark, argv) -> int:
 
 def check(argv) -> None:
     """Arguments, store paths and the broker.conf path are checked before Spark starts."""
-    import os
-
-    from rocketstore_spark.store.discovery import StorePathError, discover
-    from rocketstore_spark.store.engines import UnsupportedStore, Work
-    from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+    from rocketstore_spark.spark.entrypoint import check_stores, usage_error
+    from rocketstore_spark.store.engines import Work
     args = parse_args(argv)
-    try:
-        layouts = [layout for store in args.store for layout in discover(store)]
-        for layout in layouts:
-            layout.refuse(Work.READ_COMMITLOG)
-            layout.refuse(Work.READ_QUEUES)     # the job checks ConsumeQueue files (not a RocksDB ConsumeQueue)
-        for path, what in ((args.json, "JSON document"), (args.reset_file, "reset plan"),
-                           (args.output, "Delta output")):
-            if path and path != "-":
-                outside_stores(path, store_roots(layouts), what)
-    except (StorePathError, OutputError, UnsupportedStore) as e:
-        print(f"verify: {e}", file=sys.stderr)
-        sys.exit(2)
-    if args.broker_conf and not os.path.isfile(args.broker_conf):
-        print(f"verify: --broker-conf {args.broker_conf}: no such file", file=sys.stderr)
-        sys.exit(2)
+    # the job checks ConsumeQueue files (not a RocksDB ConsumeQueue)
+    check_stores("verify", args.store, refuse=(Work.READ_COMMITLOG, Work.READ_QUEUES), broker_conf=args.broker_conf,
+                 outputs=((args.json, "JSON document"), (args.reset_file, "reset plan"), (args.output, "Delta output")))
     if args.rocketmq_version:
         from rocketstore_spark.rocketmq.releases import Release
         try:
             Release.parse(args.rocketmq_version)
         except ValueError as e:
-            print(f"verify: {e}", file=sys.stderr)
-            sys.exit(2)
+            usage_error("verify", e)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,40 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import NoReturn
 
-from rocketstore_spark.store.engines import UnsupportedStore
+from rocketstore_spark.store.engines import UnsupportedStore, Work
 
 FINDING_LINE = re.compile(r"\[(?:error|warning|info)\] [a-z_]+\.[a-z_]+: [^\n]*")
+
+
+def usage_error(prog: str, error: Exception | str) -> NoReturn:
+    """One line on stderr, then exit 2: a bad argument or path, found before Spark starts (driver)."""
+    print(f"{prog}: {error}", file=sys.stderr)
+    sys.exit(2)
+
+
+def check_stores(prog: str, stores: str | list[str], *, refuse: tuple[Work, ...] = (),
+                 outputs: tuple[tuple[str | None, str], ...] = (), broker_conf: str | None = None) -> list:
+    """The check every job makes on the driver before Spark starts, so that a mistake costs no JVM start-up:
+    each path names a store, no engine of a store makes the job's ``refuse`` work wrong, every output path
+    (``(path, what)``; ``-`` is stdout) lies outside every store, and ``--broker-conf`` names a file. Returns the
+    stores' layouts; exits 2 with one line on the first failure."""
+    from rocketstore_spark.store.discovery import StorePathError, discover
+    from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+    try:
+        layouts = discover(stores)
+        for layout in layouts:
+            for work in refuse:
+                layout.refuse(work)
+        for path, what in outputs:
+            if path and path != "-":
+                outside_stores(path, store_roots(layouts), what)
+    except (StorePathError, OutputError, UnsupportedStore) as e:
+        usage_error(prog, e)
+    if broker_conf and not os.path.isfile(broker_conf):
+        usage_error(prog, f"--broker-conf {broker_conf}: no such file")
+    return layouts
 
 
 def run(prog: str, main, check, argv: list[str], delta: bool = True) -> None:
