@@ -176,16 +176,25 @@ def unwrap(batch: pa.RecordBatch) -> pa.RecordBatch:
     order_arr = pa.array(order)
 
     names = batch.schema.names
-    own = {}
+    own = {}          # an inner message's own values, for its rows only (concatenated after the whole rows')
+    ready = {}        # whole columns made at once for every output row (no concatenation, no second copy)
+
+    def every_row(whole: np.ndarray, mine: np.ndarray) -> np.ndarray:
+        out = np.empty(len(take), dtype=np.result_type(whole, mine))
+        out[~inner], out[inner] = whole, mine
+        return out
     if "flag" in names:
-        own["flag"] = pa.array(flag.astype(np.int32))
+        whole = batch.column("flag").to_numpy(zero_copy_only=False)[whole_rows]
+        ready["flag"] = pa.array(every_row(whole, flag.astype(np.int32)))
     if "queue_offset" in names:
-        base = batch.column("queue_offset").to_numpy(zero_copy_only=False)[take[inner]]
-        own["queue_offset"] = pa.array(base + index[inner])
-    if "body" in names:
-        own["body"] = binary_array(data, body_pos, body_len, total)
-    if "body_length" in names:
-        own["body_length"] = pa.array(body_len.astype(np.int32))
+        offsets_in = batch.column("queue_offset").to_numpy(zero_copy_only=False)
+        ready["queue_offset"] = pa.array(offsets_in[take] + np.where(inner, index, 0))
+    if "body" in names or "body_length" in names:
+        lens = every_row(offsets[whole_rows + 1] - offsets[whole_rows], body_len)
+        if "body" in names:
+            ready["body"] = binary_array(data, every_row(offsets[whole_rows], body_pos), lens, len(take))
+        if "body_length" in names:
+            ready["body_length"] = pa.array(lens.astype(np.int32))
     if "body_uncompressed" in names:
         own["body_uncompressed"] = pa.nulls(total, pa.binary())
     own.update(_property_arrays(data, props_pos, props_len, [c for c in OWN if c in names]))
@@ -196,7 +205,9 @@ def unwrap(batch: pa.RecordBatch) -> pa.RecordBatch:
     columns = []
     for i, name in enumerate(names):
         column = batch.column(i)
-        if name in own:
+        if name in ready:
+            column = ready[name]
+        elif name in own:
             mine = own[name].cast(column.type) if own[name].type != column.type else own[name]
             column = pa.concat_arrays([column.take(pa.array(whole_rows)), mine]).take(order_arr)
         else:
