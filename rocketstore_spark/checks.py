@@ -37,6 +37,7 @@ _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RECORDS = "CommitLog records"
 LAYOUT = "Store layout"
 QUEUES = "ConsumeQueues"
+BATCH_QUEUES = "BatchConsumeQueues"
 INDEX = "IndexFiles"
 STATE = "Checkpoint and shutdown state"
 OFFSETS = "Consumer offsets"
@@ -317,6 +318,29 @@ CATALOGUE: tuple[Check, ...] = (
           "loads the files in name order; lookups by queue offset land in the wrong file "
           "(docs/format/consumequeue.md)",
           "finding; entries are located by each file's own name"),
+    Check("batchcq.unit_mismatch", _E, BATCH_QUEUES,
+          "a BatchConsumeQueue unit differs from the one RocketMQ 5.x's dispatch writes for that record (physical "
+          "offset, size, tagsCode, store time, base offset = INNER_BASE or the queue offset, batch size = INNER_NUM "
+          "or 1, compacted offset -1, reserved 0); evidence: both units in hex",
+          "serves the unit as it is: a consumer pulling an offset it covers is handed the wrong record or batch, "
+          "and the queue's min/max offsets come from the first and last unit (docs/format/batchconsumequeue.md)",
+          "finding at the unit; `rocketmq.batch_queues` computes the right files (byte-identical to RocketMQ's)"),
+    Check("batchcq.extra_unit", _E, BATCH_QUEUES,
+          "BatchConsumeQueue units beyond those RocketMQ's dispatch writes for the log (a record that is not "
+          "there, or of another queue)",
+          "serves them until a recovery truncates units past the CommitLog's end (docs/format/batchconsumequeue.md)",
+          "finding at the first such unit"),
+    Check("batchcq.lagging", _W, BATCH_QUEUES,
+          "the BatchConsumeQueue ends before the last records of the log for it (written, not dispatched: a "
+          "crash before the dispatcher caught up, or a cut file); evidence: how many",
+          "dispatch resumes from the largest physical offset in the queues; after a crash, recovery re-dispatches "
+          "from its start segment (docs/format/recovery.md)",
+          "finding at the queue; the expected units are computed by `rocketmq.batch_queues`"),
+    Check("batchcq.not_batch_topic", _W, BATCH_QUEUES,
+          "a `batchconsumequeue/` queue of a topic `config/topics.json` does not give `queue.type=BatchCQ`",
+          "loads every directory under `batchconsumequeue/` as a BatchConsumeQueue, but dispatches the topic's new "
+          "records into `consumequeue/` (`ConsumeQueueStore.findOrCreateConsumeQueue` asks the topic config)",
+          "finding; the queue is not checked against the log"),
     Check("index.unknown_geometry", _E, INDEX,
           "an IndexFile holding entries whose slot count (the broker's maxHashSlotNum) cannot be established: "
           "the given `hashSlotNum` does not fit its size, or no single slot count fits both its size and its "

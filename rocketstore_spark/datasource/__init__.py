@@ -53,6 +53,7 @@ def is_connect(spark) -> bool:
 
 def sources() -> tuple:
     """Every data source class, ``rocketmq`` first."""
+    from rocketstore_spark.datasource.batchconsumequeue import BatchConsumeQueueDataSource
     from rocketstore_spark.datasource.checkpoint import CheckpointDataSource
     from rocketstore_spark.datasource.commitlog import RocketMQDataSource
     from rocketstore_spark.datasource.config_tables import (DelayOffsetsDataSource, SubscriptionGroupsDataSource,
@@ -67,4 +68,4 @@ def sources() -> tuple:
     return (RocketMQDataSource, SegmentsDataSource, ConsumeQueueDataSource, IndexDataSource, IndexHeaderDataSource,
             CheckpointDataSource, ConsumerOffsetsDataSource, TopicsDataSource, SubscriptionGroupsDataSource,
             DelayOffsetsDataSource, DelayedPendingDataSource, TransactionsDataSource, RetriesDataSource,
-            DLedgerIndexDataSource, DLedgerCheckpointDataSource)
+            DLedgerIndexDataSource, DLedgerCheckpointDataSource, BatchConsumeQueueDataSource)

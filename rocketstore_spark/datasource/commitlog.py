@@ -11,7 +11,11 @@ the end, misplaced records — instead of reporting it and reading on), ``messag
 ``batchRows`` (rows per Arrow batch; default 4096 and at most 16 MiB of records, or 65536 when every
 requested column is fixed-width), ``startOffset`` (a physical offset where a record starts — the end of
 one read before, as an incremental ingest keeps it: segments that end before it are not planned and the read
-of the segment holding it starts there, so what lies below is never decoded; on any Spark, unlike pushdown).
+of the segment holding it starts there, so what lies below is never decoded; on any Spark, unlike pushdown),
+``unwrapBatches`` (default false: one row per CommitLog record, an inner batch of a 5.x BatchCQ topic one row
+whose body holds its messages; true: one row per inner message, what a consumer receives — its own queue offset,
+flag, properties, tags, keys, UNIQ_KEY and body, the record's other columns — codec.inner_batch; a pushed-down
+filter then applies to those rows).
 
 Planning (driver) lists files and sizes only. Reading (Python worker) decodes with codec.decoder over
 store.segment_reader and ships Arrow batches holding only the columns of the schema Spark asks for — Spark 4.2 does not prune columns of Python
@@ -153,6 +157,7 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from rocketstore_spark.codec import inner_batch, record_schema
     from rocketstore_spark.codec.arrow import RepeatedColumn
     from rocketstore_spark.codec.decoder import RecordDecoder, is_fixed_width
     from rocketstore_spark.codec.native import keep_freed_memory
@@ -161,7 +166,10 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
 
     keep_freed_memory()
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters)]))
+    unwrap = options.unwrap_batches
+    wanted = list(dict.fromkeys([*schema.names, *(f.attribute[0] for f in filters),
+                                 *(inner_batch.NEEDED if unwrap else ())]))
+    wide = record_schema.arrow_schema(wanted) if unwrap else None
     decoder = RecordDecoder([c for c in wanted if c != "store"], message_delay_level=options.message_delay_level,
                             batch_rows=options.batch_rows, check_crc=options.strict,
                             fixed_width=all(is_fixed_width(f.type) for f in arrow_schema), schema=arrow_schema)
@@ -171,8 +179,14 @@ def commitlog_batches(segment_range: SegmentRange, schema: StructType, filters, 
     store = RepeatedColumn(segment_range.store, pa.string()) if "store" in wanted else None
     for decoded in reader:
         context = {"store": store(decoded.n)} if store else {}
-        batch = decoded.select(arrow_schema, context)
+        if unwrap:
+            rows = inner_batch.unwrap(decoded.select(wide, context))
+            columns = dict(zip(rows.schema.names, rows.columns))
+            batch = pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=arrow_schema)
+        else:
+            batch = decoded.select(arrow_schema, context)
+            columns = {**decoded.columns, **context}
         if filters:
-            batch = batch.filter(row_mask(filters, {**decoded.columns, **context}))
+            batch = batch.filter(row_mask(filters, columns))
         if batch.num_rows:
             yield batch

@@ -70,17 +70,18 @@ class Options:
 
 @dataclass(frozen=True, init=False)
 class CommitLogOptions(Options):
-    """``rocketmq``: splitSize, strict, messageDelayLevel, maxRecordSize, batchRows, startOffset."""
+    """``rocketmq``: splitSize, strict, messageDelayLevel, maxRecordSize, batchRows, startOffset, unwrapBatches."""
     split_size: int | None        # None: planning.auto_split_size
     strict: bool
     message_delay_level: str
     max_record_size: int
     batch_rows: int | None        # None: the decoder's default for the requested columns
     start_offset: int             # physical offset a record boundary of every store read: nothing before it is read
+    unwrap_batches: bool          # one row per inner message of a 5.x inner batch (codec.inner_batch)
 
     SOURCE = "rocketmq"
     KNOWN = ("path", "paths", "splitSize", "strict", "messageDelayLevel", "maxRecordSize", "batchRows",
-             "startOffset", "storePathCommitLog")
+             "startOffset", "storePathCommitLog", "unwrapBatches")
 
     def _parse(self, opts):
         self._set("split_size", _int(opts.get("splitsize"), "splitSize", None, 4096))
@@ -89,6 +90,7 @@ class CommitLogOptions(Options):
         self._set("max_record_size", _int(opts.get("maxrecordsize"), "maxRecordSize", DEFAULT_MAX_RECORD_SIZE, 1024))
         self._set("batch_rows", _int(opts.get("batchrows"), "batchRows", None, 1))
         self._set("start_offset", _int(opts.get("startoffset"), "startOffset", 0, 0))
+        self._set("unwrap_batches", _bool(opts.get("unwrapbatches"), "unwrapBatches", False))
         parse_delay_levels(self.message_delay_level)      # fail on the driver, not in an executor
 
 

@@ -33,6 +33,12 @@ CONSUMEQUEUE_SCHEMA = ", ".join([
     "size INT", "tags_code BIGINT", "is_filler BOOLEAN", "file STRING", "file_position BIGINT",
 ])
 
+BATCHCONSUMEQUEUE_SCHEMA = ", ".join([
+    "store STRING", "topic STRING", "queue_id INT", "unit_index BIGINT", "physical_offset BIGINT", "size INT",
+    "tags_code BIGINT", "store_time TIMESTAMP", "store_timestamp_ms BIGINT", "base_offset BIGINT", "batch_size INT",
+    "compacted_offset INT", "reserved INT", "file STRING", "file_position BIGINT",
+])
+
 INDEX_SCHEMA = ", ".join([
     "store STRING", "file STRING", "entry_index INT", "slot INT", "key_hash INT", "physical_offset BIGINT",
     "time_diff INT", "prev_index INT", "store_time TIMESTAMP",

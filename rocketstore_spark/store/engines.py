@@ -94,6 +94,9 @@ _ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.REBUILD, Work.REPAIR})
 _ROCKSDB_QUEUE_READS = ("queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only); "
                         "`rocketstore rebuild` writes classic files and the differences against the database")
 
+_BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches), "
+                      "units checked against the log by verify (batchcq.*)")
+
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
     "commitlog", "consumequeue", "consumequeue_ext", "index", "checkpoint", "abort", "abort.bak", "lock",
@@ -224,8 +227,12 @@ def _from_files(root: Path, out: Engines) -> None:
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
     batch = root / "batchconsumequeue"
     if batch.is_dir() and any(batch.iterdir()):
+        # read: its units (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq's unwrapBatches), the units
+        # checked against the log (verify.batch_queues) and computed as RocketMQ's dispatch writes them
+        # (rocketmq.batch_queues); still refused: the classic queue checks and rebuild (they would queue the BatchCQ
+        # topics' records into consumequeue/), RocketMQ's recovery of these queues, a repair
         out.add("batch ConsumeQueue", "batchconsumequeue/ (topics with queue.type=BatchCQ)",
-                _DISPATCH_WORK | {Work.RECOVER}, batch)
+                _DISPATCH_WORK | {Work.RECOVER}, batch, _BATCH_QUEUE_READS)
     if cq.is_dir() and not is_rocksdb(cq):
         try:
             lmq = sorted(e.name for e in os.scandir(cq) if e.name.startswith("%LMQ%"))

@@ -2,6 +2,7 @@
 
     {root}/commitlog/{20-digit base offset}                 CommitLog segments
     {root}/consumequeue/{topic}/{queue id}/{20-digit CQ byte offset}
+    {root}/batchconsumequeue/{topic}/{queue id}/{20-digit byte offset}   topics with queue.type=BatchCQ (5.0+)
     {root}/index/{yyyyMMddHHmmssSSS}                        IndexFiles (named by creation time)
     {root}/checkpoint, {root}/abort (+ abort.bak in 5.x), {root}/lock
     {root}/config/consumerOffset.json (+ .bak), topics.json, subscriptionGroup.json, delayOffset.json
@@ -37,6 +38,7 @@ DELAY_OFFSETS = "delayOffset.json"
 
 
 COMMITLOG, CONSUMEQUEUE, INDEX, CONFIG = "commitlog", "consumequeue", "index", "config"
+BATCHCONSUMEQUEUE = "batchconsumequeue"
 CHECKPOINT, ABORT, ABORT_BAK, LOCK = "checkpoint", "abort", "abort.bak", "lock"
 FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")   # written by 5.x brokers only
 CONSUME_QUEUE_EXT = "consumequeue_ext"                                          # enableConsumeQueueExt
@@ -184,11 +186,25 @@ class StoreMap:
         """The store-relative name of that file, for reports only (any topic; never opened)."""
         return f"{CONSUMEQUEUE}/{topic}/{queue_id}/{offset_name(file_offset)}"
 
-    def queue_dirs(self) -> list[tuple[str, int, Path]]:
-        """(topic, queue_id, directory) of every ConsumeQueue, as RocketMQ loads them: queue directories whose
-        names are not integers are skipped, as the broker skips them."""
+    @property
+    def batch_consumequeue_dir(self) -> Path | None:
+        return self._under_root(BATCHCONSUMEQUEUE)
+
+    def batch_queue_dir(self, topic: str, queue_id: int) -> Path:
+        """batchconsumequeue/{topic}/{queue_id}; UnsafeName as ``queue_dir``."""
+        if not safe_component(topic):
+            raise UnsafeName(f"topic {topic!r} cannot be a directory name")
+        return self._under_root(BATCHCONSUMEQUEUE, topic, str(int(queue_id)))
+
+    def batch_queue_dirs(self) -> list[tuple[str, int, Path]]:
+        """(topic, queue_id, directory) of every BatchConsumeQueue, listed as ``queue_dirs``."""
+        return self.queue_dirs(self.batch_consumequeue_dir)
+
+    def queue_dirs(self, under: Path | None = None) -> list[tuple[str, int, Path]]:
+        """(topic, queue_id, directory) of every ConsumeQueue (``under``: of another queue tree), as RocketMQ loads
+        them: queue directories whose names are not integers are skipped, as the broker skips them."""
         out = []
-        cq = self.consumequeue_dir
+        cq = self.consumequeue_dir if under is None else under
         if cq is None or not cq.is_dir():
             return out
         for topic_dir in sorted(cq.iterdir()):

@@ -1,4 +1,4 @@
-"""Reading ConsumeQueue directories read-only (wherever called: Spark worker, CLI, tests)."""
+"""Reading ConsumeQueue and BatchConsumeQueue directories read-only (wherever called: Spark worker, CLI, tests)."""
 from __future__ import annotations
 
 import errno
@@ -8,7 +8,7 @@ from typing import Iterator
 
 import numpy as np
 
-from rocketstore_spark.codec import consumequeue
+from rocketstore_spark.codec import batchconsumequeue, consumequeue
 from rocketstore_spark.store.layout import StoreMap
 
 
@@ -41,6 +41,34 @@ def read_queue(queue_dir: str, chunk_entries: int = CHUNK_ENTRIES) -> Iterator[Q
                     yield QueueChunk(path, entries, (cq_offset + positions) // consumequeue.ENTRY_SIZE, positions,
                                      consumequeue.is_filler(entries))
                 if n < chunk_entries:          # the end of the written entries, or of the file
+                    break
+                position += len(data)
+
+
+@dataclass
+class BatchQueueChunk:
+    """The written units of one BatchConsumeQueue file."""
+    file: str
+    units: np.ndarray             # batchconsumequeue.UNIT_DTYPE
+    unit_indexes: np.ndarray      # int64, = (file byte offset + position) / 46: the unit's place in its queue
+    file_positions: np.ndarray    # int64
+
+
+def read_batch_queue(queue_dir: str, chunk_units: int = CHUNK_ENTRIES) -> Iterator[BatchQueueChunk]:
+    """Each file's units before the first one failing RocketMQ's recovery test, in chunks of at most
+    ``chunk_units``."""
+    size = batchconsumequeue.UNIT_SIZE
+    for path, file_offset in StoreMap.queue_files(queue_dir):
+        with open(path, "rb") as f:
+            position = 0
+            while True:
+                data = f.read(chunk_units * size)
+                units = batchconsumequeue.decode_units(data)
+                n = batchconsumequeue.written_count(units)
+                if n:
+                    positions = position + np.arange(n, dtype=np.int64) * size
+                    yield BatchQueueChunk(path, units[:n], (file_offset + positions) // size, positions)
+                if n < chunk_units:
                     break
                 position += len(data)
 

@@ -9,6 +9,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from rocketstore_spark.codec import inner_batch
 from rocketstore_spark.codec.arrow import RepeatedColumn
 from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.codec.properties import DEFAULT_DELAY_LEVELS
@@ -21,11 +22,14 @@ POSITION_COLUMNS = tuple(c.name for c in COLUMNS if c.kind == "position")
 
 
 def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEVELS,
-               strict: bool = False, commitlog_dirs=None) -> tuple[pa.Table, list[Finding]]:
+               strict: bool = False, commitlog_dirs=None, unwrap_batches: bool = False
+               ) -> tuple[pa.Table, list[Finding]]:
     """(table of ``store``, the position columns and ``columns`` — names of record_schema.COLUMNS —, findings).
     ``strict``: raise StoreError on the first error finding (layout, damage, BODYCRC, ...) instead.
-    ``commitlog_dirs``: the directories of a multi-path CommitLog (``discover``)."""
-    names = tuple(dict.fromkeys(("store", *POSITION_COLUMNS, *columns)))
+    ``commitlog_dirs``: the directories of a multi-path CommitLog (``discover``). ``unwrap_batches``: one row per
+    inner message of a 5.x inner batch, what a consumer receives (``codec.inner_batch``; its columns added)."""
+    names = tuple(dict.fromkeys(("store", *POSITION_COLUMNS, *columns, *(inner_batch.NEEDED if unwrap_batches
+                                                                         else ()))))
     schema = arrow_schema(names)
     decoder = RecordDecoder([n for n in names if n in DECODED], message_delay_level=message_delay_level,
                             check_crc=strict)
@@ -33,7 +37,8 @@ def read_table(path, columns=NAMES, message_delay_level: str = DEFAULT_DELAY_LEV
     for layout in discover(path, commitlog_dirs):
         store = RepeatedColumn(layout.name, pa.string())
         for decoded in iter_decoded(layout, decoder, findings, strict):
-            batches.append(decoded.select(schema, {"store": store(decoded.n)}))
+            batch = decoded.select(schema, {"store": store(decoded.n)})
+            batches.append(inner_batch.unwrap(batch) if unwrap_batches else batch)
     return pa.Table.from_batches(batches, schema=schema), findings
 
 

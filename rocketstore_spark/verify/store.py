@@ -49,6 +49,7 @@ from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, small_keys, spilled_keys
+from rocketstore_spark.verify.batch_queues import check_batch_queues
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
@@ -359,6 +360,9 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
         queues = check_queues_of(layout, settings, spill, log, pool, findings=findings, queue_feed=queue_feed) \
             if check_queues else []
         index = [f.result() for f in checked]
+    if layout.root is not None:
+        # BatchConsumeQueues (5.x queue.type=BatchCQ) against the log's dispatch (verify.batch_queues)
+        findings += check_batch_queues(path, layout.files)
     return conclude(layout, settings, log, scans, queues, index, known, findings)
 
 

@@ -8,6 +8,7 @@
     python tests/golden/regenerate.py --multipath --out /tmp/golden   # only the multi-path CommitLog stores
     python tests/golden/regenerate.py --dledger --out /tmp/golden  # only the DLedger CommitLog stores (dledger-5.5.1/)
     python tests/golden/regenerate.py --rocksdb --out /tmp/golden  # only rocksdb-5.5.1/ (storeType=defaultRocksDB)
+    python tests/golden/regenerate.py --batchcq --out /tmp/golden  # only batchcq-5.5.1/ (queue.type=BatchCQ, inner batches)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -700,6 +701,36 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
     return names
 
 
+# ------------------------------------------------------------------ inner batches and BatchConsumeQueue (5.5.1)
+
+BATCHCQ_FOLDER = f"batchcq-{ROCKSDB_VERSION}"      # not rocketmq-*: the classic golden tests do not apply to it
+
+
+def generate_batchcq(out: Path, scratch: Path) -> list[str]:
+    """``batchcq-5.5.1/{clean,crash}``: RocketMQ's DefaultMessageStore with a BatchCQ topic writes them
+    (BatchCQGolden write: inner batches as the broker's SendMessageProcessor builds them), each manifest is
+    RocketMQ's view (BatchCQGolden view: the batchconsumequeue/ units as written, a restart's getMessage per queue
+    offset with what a consumer receives, and the batchconsumequeue/ RocketMQ rebuilds from the CommitLog)."""
+    classpath = build(ROCKSDB_VERSION, rocksdb=True)      # the 5.5-only classes share the rocksdb build
+    main = "io.rocketstore.golden.BatchCQGolden"
+    folder = out / BATCHCQ_FOLDER
+    names = []
+    for mode in ("clean", "crash"):
+        sdir = folder / mode
+        shutil.rmtree(sdir, ignore_errors=True)
+        store = sdir / "store"
+        run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
+        view = scratch / f"batchcq-{mode}.json"
+        run(classpath, "view", "--store", str(store), "--work", str(scratch / "batchcq-work"), "--out", str(view),
+            main=main)
+        manifest = {"scenario": mode, "rocketmq_version": ROCKSDB_VERSION, "store": "store", "geometry": GEOMETRY,
+                    "store_files": sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()),
+                    **json.loads(view.read_text())}
+        (sdir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        names.append(f"{BATCHCQ_FOLDER}/{mode}")
+    return names
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -721,6 +752,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"only the DLedger CommitLog stores (dledger-{DLEDGER_VERSION}/ under --out)")
     parser.add_argument("--rocksdb", action="store_true",
                         help=f"only the RocksDB ConsumeQueue stores ({ROCKSDB_FOLDER}/: storeType=defaultRocksDB)")
+    parser.add_argument("--batchcq", action="store_true",
+                        help=f"only the BatchConsumeQueue stores ({BATCHCQ_FOLDER}/: queue.type=BatchCQ, inner batches)")
     args = parser.parse_args(argv)
     try:
         require_tools()
@@ -736,6 +769,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.rocksdb:
                 print(f"== {', '.join(generate_rocksdb(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
+                return 0
+            if args.batchcq:
+                print(f"== {', '.join(generate_batchcq(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
                 return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:

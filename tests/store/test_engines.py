@@ -134,6 +134,20 @@ def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
         discover(str(store))[0].refuse(Work.REBUILD)
 
 
+def test_a_batch_cq_store_reads_and_still_refuses_what_is_not_mirrored():
+    # RocketMQ 5.5.1's own BatchCQ store: its log and units read; the classic queue checks and rebuild (which would
+    # queue BatchTopic's records into consumequeue/), its recovery and a repair are refused
+    from tests.store.test_batchconsumequeue import store as golden
+    layout = discover(str(golden("clean")))[0]
+    for work in (Work.READ_COMMITLOG, Work.READ_QUEUE_UNITS, Work.READ_CONFIG):
+        layout.refuse(work)
+    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+        with pytest.raises(UnsupportedStore, match="batch ConsumeQueue"):
+            layout.refuse(work)
+    [f] = [f for f in layout.findings if f.check == "store.unsupported_engine"]
+    assert "units checked against the log" in f.message
+
+
 def test_an_unknown_entry_is_a_warning_that_refuses_nothing(tmp_path):
     store = classic(tmp_path)
     (store / "commitlog.old").mkdir()

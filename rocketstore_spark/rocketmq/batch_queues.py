@@ -1,0 +1,132 @@
+"""What RocketMQ 5.x's dispatch writes into ``batchconsumequeue/`` for a CommitLog (docs/format/batchconsumequeue.md):
+the BatchConsumeQueue units of the topics whose config says ``queue.type=BatchCQ`` (``ConsumeQueueStore.
+findOrCreateConsumeQueue`` chooses the queue type from the topic config, ``config/topics.json``).
+
+A record of such a topic that gets a queue entry (NOT_TYPE and COMMIT, as for a ConsumeQueue) gets one unit
+(``BatchConsumeQueue.putBatchMessagePositionInfo``): physical offset, TOTALSIZE, tagsCode (``tags_code``: the
+TAGS hash), STORETIMESTAMP, base offset and batch size — ``INNER_BASE`` and ``INNER_NUM`` (Long.parseLong /
+Short.parseShort) where the record has both properties (``CommitLog.setBatchSizeIfNeeded``), else its
+QUEUEOFFSET and 1 —, compacted offset -1, 4 zero bytes. A request with a negative base or batch size is dropped
+(``putMessagePositionInfoWrapper``); a record at or below the queue's last physical offset is skipped. Files
+are ``mapperFileSizeBatchConsumeQueue`` bytes, named by their first unit's queue byte offset, created as the
+units reach them and preallocated (zeros) to their full size. Vectorized over Arrow tables of decoded records
+(``UNIT_COLUMNS``); runs wherever called (driver, CLI, tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketstore_spark.codec import batchconsumequeue
+from rocketstore_spark.codec import dispatch_kernel as kernel
+from rocketstore_spark.rocketmq.dispatch import _type_index, queue_keys, queue_of, sort_for_dispatch
+from rocketstore_spark.store.files import read_topics
+from rocketstore_spark.store.layout import StoreMap, offset_name
+
+UNIT_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
+                "tags_code", "store_timestamp", "properties")
+BATCH_CQ = "BatchCQ"
+
+
+class BatchQueueError(ValueError):
+    """A record whose INNER_NUM or INNER_BASE RocketMQ cannot parse (its dispatch throws): named by offset."""
+
+
+def batch_topics(files: StoreMap) -> frozenset[str]:
+    """The topics ``config/topics.json`` (or its .bak) gives ``queue.type=BatchCQ``."""
+    return frozenset(row["topic"] for row in read_topics(files).rows
+                     if (row.get("attributes") or {}).get("queue.type") == BATCH_CQ)
+
+
+@dataclass
+class BatchQueue:
+    """The units RocketMQ's dispatch writes for one queue, in order (``batchconsumequeue.UNIT_DTYPE``)."""
+    topic: str
+    queue_id: int
+    units: np.ndarray
+
+    def files(self, file_size: int) -> dict[str, bytes]:
+        """{file name: its bytes} as RocketMQ leaves them: full ``file_size`` files, the last one zero-filled."""
+        if file_size <= 0 or file_size % batchconsumequeue.UNIT_SIZE:
+            raise ValueError(f"a BatchConsumeQueue file size must be a positive multiple of "
+                             f"{batchconsumequeue.UNIT_SIZE}, not {file_size}")
+        data = self.units.tobytes()
+        out = {}
+        for start in range(0, len(data), file_size):
+            chunk = data[start:start + file_size]
+            out[offset_name(start)] = chunk + bytes(file_size - len(chunk))
+        return out
+
+
+def _parsed(values: pa.Array, what: str, offsets: np.ndarray, bits: int) -> np.ndarray:
+    """Java's parseLong / parseShort of the present values (absent: 0); a value Java would not parse raises."""
+    digits = pc.fill_null(values, "0")
+    try:
+        parsed = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        bad = np.flatnonzero(~pc.fill_null(pc.match_substring_regex(digits, r"^[+-]?[0-9]+$"), False)
+                             .to_numpy(zero_copy_only=False))
+        raise BatchQueueError(f"{what} of the record at physical offset {int(offsets[bad[0]]) if len(bad) else '?'} "
+                              f"is not a number: RocketMQ's dispatch cannot parse it") from None
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out = np.flatnonzero((parsed < lo) | (parsed > hi))
+    if len(out):
+        raise BatchQueueError(f"{what} of the record at physical offset {int(offsets[out[0]])} is out of range")
+    return parsed
+
+
+def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueue]:
+    """The BatchConsumeQueues RocketMQ's dispatch of ``records`` (UNIT_COLUMNS, any row order) writes for
+    ``topics``, in (topic, queue id) order."""
+    if not topics or not records.num_rows:
+        return []
+    queued = records.filter(pc.and_(pa.array(kernel.QUEUED[_type_index(records["transaction_type"])]),
+                                    pc.is_in(records["topic"], value_set=pa.array(sorted(topics)))))
+    queued = sort_for_dispatch(queued)
+    if not queued.num_rows:
+        return []
+    physical = queued["physical_offset"].to_numpy()
+    props = queued["properties"].combine_chunks()
+    num = pc.map_lookup(props, "INNER_NUM", "first")
+    base = pc.map_lookup(props, "INNER_BASE", "first")
+    both = pc.and_(pc.is_valid(num), pc.is_valid(base)).to_numpy(zero_copy_only=False)
+    inner_num = _parsed(pc.if_else(pa.array(both), num, None), "INNER_NUM", physical, 16)
+    inner_base = _parsed(pc.if_else(pa.array(both), base, None), "INNER_BASE", physical, 64)
+    base_offset = np.where(both, inner_base, queued["queue_offset"].to_numpy())
+    batch_size = np.where(both, inner_num, 1)
+    keep = (base_offset >= 0) & (batch_size >= 0)
+    stamps = pc.cast(queued["store_timestamp"], pa.int64()).to_numpy(zero_copy_only=False) // 1000
+    columns = {"physical_offset": physical, "size": queued["total_size"].to_numpy(),
+               "tags_code": queued["tags_code"].to_numpy(), "store_timestamp": stamps, "base_offset": base_offset,
+               "batch_size": batch_size}
+    topic_codes = pc.dictionary_encode(queued["topic"]).combine_chunks()
+    key = queue_keys(topic_codes.indices.to_numpy(), queued["queue_id"].to_numpy())
+    names = topic_codes.dictionary.to_pylist()
+    rows = np.flatnonzero(keep)
+    order = rows[np.argsort(key[rows], kind="stable")]
+    key = key[order]
+    out = []
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
+    for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
+        at = order[start:stop]
+        p = physical[at]
+        # a record at or below the last unit's physical offset is skipped (already dispatched)
+        at = at[np.r_[True, p[1:] > np.maximum.accumulate(p)[:-1]]]
+        units = np.frombuffer(batchconsumequeue.encode_units(*(columns[c][at] for c in (
+            "physical_offset", "size", "tags_code", "store_timestamp", "base_offset", "batch_size"))),
+            dtype=batchconsumequeue.UNIT_DTYPE)
+        topic, queue_id = queue_of(key[start])
+        out.append(BatchQueue(names[topic], queue_id, units))
+    return sorted(out, key=lambda q: (q.topic, q.queue_id))
+
+
+def file_size_of(files: StoreMap, default: int = batchconsumequeue.DEFAULT_FILE_SIZE) -> int:
+    """The store's mapperFileSizeBatchConsumeQueue as its files show it (the size every file has), else
+    ``default``."""
+    import os
+    sizes = {os.path.getsize(path) for _, _, qdir in files.batch_queue_dirs()
+             for path, _ in StoreMap.queue_files(qdir)}
+    return sizes.pop() if len(sizes) == 1 else default

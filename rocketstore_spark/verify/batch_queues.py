@@ -1,0 +1,78 @@
+"""The BatchConsumeQueues of a store checked against its CommitLog (driver, CLI): each queue's units on disk
+(``store.queues.read_batch_queue``: up to the first unit RocketMQ's recovery would stop at) against the units
+RocketMQ 5.x's dispatch writes for the log (``rocketmq.batch_queues.expected_queues``), unit by unit, in order:
+a unit that differs is ``batchcq.unit_mismatch``, units beyond the expected ones ``batchcq.extra_unit``, expected
+units missing at the queue's end ``batchcq.lagging``; a directory for a topic the config does not give
+``queue.type=BatchCQ`` is ``batchcq.not_batch_topic``. The log is decoded once, the columns
+``batch_queues.UNIT_COLUMNS`` of every record (Arrow, no per-message Python); memory holds those columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rocketstore_spark.codec import batchconsumequeue
+from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.rocketmq.batch_queues import UNIT_COLUMNS, BatchQueueError, batch_topics, expected_queues
+from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.queues import read_batch_queue
+
+FIELDS = batchconsumequeue.UNIT_DTYPE.names
+
+
+def check_batch_queues(path, files: StoreMap) -> list[Finding]:
+    """Findings of every BatchConsumeQueue of the store at ``path`` (module docstring); none without them."""
+    dirs = files.batch_queue_dirs()
+    if not dirs:
+        return []
+    from rocketstore_spark.store.records import read_table
+    topics = batch_topics(files)
+    records, _ = read_table(path, UNIT_COLUMNS)
+    findings: list[Finding] = []
+    try:
+        expected = {(q.topic, q.queue_id): q.units for q in expected_queues(records, topics)}
+    except BatchQueueError as e:
+        return [finding("batchcq.unit_mismatch", files.relative(files.batch_consumequeue_dir), None, str(e))]
+    for topic, queue_id, qdir in dirs:
+        if topic not in topics:
+            findings.append(finding("batchcq.not_batch_topic", files.relative(qdir), None,
+                                    f"{topic} has no queue.type=BatchCQ in config/topics.json: RocketMQ still loads "
+                                    f"this queue at start, but dispatches the topic into consumequeue/",
+                                    topic=topic, queue_id=queue_id))
+            continue
+        findings += _compare(files, topic, queue_id, str(qdir), expected.get((topic, queue_id)))
+    return findings
+
+
+def _compare(files: StoreMap, topic: str, queue_id: int, qdir: str, want: np.ndarray | None) -> list[Finding]:
+    want = want if want is not None else np.zeros(0, dtype=batchconsumequeue.UNIT_DTYPE)
+    out: list[Finding] = []
+    k = 0
+    for chunk in read_batch_queue(qdir):
+        have = chunk.units
+        n = min(len(have), max(len(want) - k, 0))
+        if n:
+            differs = np.zeros(n, dtype=bool)
+            for name in FIELDS:
+                differs |= have[name][:n] != want[name][k:k + n]
+            for i in np.flatnonzero(differs)[:20].tolist():      # the first few of a chunk: findings, not a flood
+                out.append(finding(
+                    "batchcq.unit_mismatch", files.relative(chunk.file), int(chunk.file_positions[i]),
+                    f"unit {int(chunk.unit_indexes[i])} differs from the one RocketMQ's dispatch writes",
+                    physical_offset=int(have["physical_offset"][i]), topic=topic, queue_id=queue_id,
+                    queue_offset=int(have["base_offset"][i]), found=have[i].tobytes().hex(),
+                    expected=want[k + i].tobytes().hex()))
+        if len(have) > n:
+            i = n
+            out.append(finding("batchcq.extra_unit", files.relative(chunk.file), int(chunk.file_positions[i]),
+                               f"{len(have) - n} unit(s) from unit {int(chunk.unit_indexes[i])} on where RocketMQ's "
+                               f"dispatch writes none", physical_offset=int(have["physical_offset"][i]),
+                               topic=topic, queue_id=queue_id, queue_offset=int(have["base_offset"][i])))
+        k += len(have)
+    if k < len(want):
+        name = files.relative(files.batch_queue_dir(topic, queue_id))
+        out.append(finding("batchcq.lagging", name, None,
+                           f"{len(want) - k} record(s) of the log have no unit, from physical offset "
+                           f"{int(want['physical_offset'][k])} on", physical_offset=int(want["physical_offset"][k]),
+                           topic=topic, queue_id=queue_id, queue_offset=int(want["base_offset"][k]),
+                           missing=len(want) - k))
+    return out
