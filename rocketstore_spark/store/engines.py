@@ -82,10 +82,10 @@ _QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.CHECK_QUE
                          Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
 # DLedger: the log is read through its entries (store.discovery, codec.commitlog's frame); the ConsumeQueues and
-# config are classic files. Checking queues and IndexFiles against the log, a rebuild, DLedger's recovery and a
-# repair are not mirrored yet.
+# config are classic files; the restart is predicted (rocketmq.dledger_recovery). Checking queues and IndexFiles
+# against the log, a rebuild and a repair are not mirrored yet.
 _DLEDGER_WORK = _EVERYTHING - {Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.READ_CONFIG,
-                               Work.READ_OFFSETS}
+                               Work.READ_OFFSETS, Work.RECOVER}
 # a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag: the work
 # that asks for READ_QUEUE_UNITS), checked against the CommitLog (verify.rocksdb_queues) and its restart
 # predicted (rocketmq.rocksdb_recovery); whatever reads ConsumeQueue files (READ_QUEUES: queries and exports by

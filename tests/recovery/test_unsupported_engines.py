@@ -26,11 +26,15 @@ def switched_to_dledger(tmp_path):
     return store
 
 
-def test_no_verdict_plan_or_rebuild_for_a_store_switched_to_dledger(tmp_path):
+def test_no_plan_or_rebuild_for_a_store_switched_to_dledger(tmp_path):
+    """Its restart is the classic recovery of the old commitlog/ (DLedgerCommitLog without data files runs it):
+    the same verdict as the store before the switch; a plan and a rebuild are refused."""
     store = switched_to_dledger(tmp_path)
     before = tree(store)
-    with pytest.raises(UnsupportedStore, match="cannot predict a restart: the store uses DLedger CommitLog"):
-        recovery_report(str(store))
+    doc, _ = recovery_report(str(store))
+    classic, _ = recovery_report(str(CRASHED.store))
+    assert "no data file yet" in doc["rocketmq_version"]
+    assert (doc["process_offset"], doc["consumequeues"]) == (classic["process_offset"], classic["consumequeues"])
     with pytest.raises(UnsupportedStore, match="cannot repair the store: the store uses DLedger CommitLog"):
         make_plan(str(store), tmp_path / "plan")
     with pytest.raises(UnsupportedStore, match="cannot rebuild ConsumeQueues and IndexFiles"):

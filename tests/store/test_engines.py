@@ -29,17 +29,17 @@ def classic(tmp_path):
 
 
 def test_a_store_switched_to_dledger_reads_its_log_and_refuses_what_is_not_mirrored(tmp_path):
-    """Switched, no entry written yet: the log is the old commitlog/ (as DLedgerCommitLog reads it); DLedger's
-    recovery, a rebuild, a repair and the queue checks are not mirrored (tests/store/test_dledger.py reads
-    RocketMQ's own DLedger stores)."""
+    """Switched, no entry written yet: the log is the old commitlog/ (as DLedgerCommitLog reads it), and so is
+    its restart (tests/recovery/test_unsupported_engines.py); a rebuild, a repair and the queue checks are not
+    mirrored (tests/store/test_dledger.py reads RocketMQ's own DLedger stores)."""
     store = classic(tmp_path)
     (store / "dledger-n0" / "data").mkdir(parents=True)
     layout = discover(str(store))[0]
     assert [f.check for f in layout.findings[:1]] == ["store.partial_engine"]
     assert len(layout.segments) == len(discover(str(BY_ID["5.5.1/clean"].store))[0].segments)
-    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG):
+    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG, Work.RECOVER):
         layout.refuse(work)
-    for work in (Work.CHECK_QUEUES, Work.READ_INDEX, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+    for work in (Work.CHECK_QUEUES, Work.READ_INDEX, Work.REBUILD, Work.REPAIR):
         with pytest.raises(UnsupportedStore, match=r"DLedger CommitLog \(dledger-n0/ after a classic commitlog/"):
             layout.refuse(work)
 
