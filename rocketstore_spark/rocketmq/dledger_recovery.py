@@ -48,7 +48,8 @@ from rocketstore_spark.codec.commitlog import (BLANK_MAGIC, DLEDGER_HEADER, MAGI
                                                POS_BODY_CRC, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH,
                                                POS_SYS_FLAG, STOP_BLANK, SysFlag, _check_plain, be32, be64)
 from rocketstore_spark.codec.crc32 import body_crc_matches
-from rocketstore_spark.rocketmq.recovery import RecoveryReport, Simulation, Walk, recover_queue, truncate_queue
+from rocketstore_spark.rocketmq.recovery import (RecoveryReport, RestartDispatch, Simulation, Walk, add_pieces,
+                                                 recover_queue, truncate_queue)
 from rocketstore_spark.rocketmq.releases import NormalDispatch
 from rocketstore_spark.store import dledger
 from rocketstore_spark.store.layout import entry_frame
@@ -387,3 +388,26 @@ class DLedgerSimulation(Simulation):
         keeps: entries pointing where ``getMessage`` finds nothing."""
         top = max(ends.values(), default=-1)
         return self._unreachable(committed, top, ends, kept=True) if top > committed else {}
+
+
+def dledger_dispatch(layout, settings, lazy: bool = False) -> RestartDispatch:
+    """What the rebuild of a DLedger store writes (``rocketmq.recovery.restart_dispatch``'s counterpart; driver):
+    the queue entries and index keys of every record of the log up to DLedger's committed end, in log order —
+    what the broker's dispatch wrote while it ran (it reads through ``getData`` below ``committedPos``; no CRC).
+    Not a restart without queue files: on 5.5.1 that dispatches nothing (the reput starts at ``committedPos``
+    unless ``recheckReputOffsetFromCq``), or after a crash only from the matched data file on. Damage: as the
+    reput, a segment's dispatch ends at its first BLANK, zero fill or damage (``Simulation.dispatch_end``)."""
+    sim = Simulation(layout, settings, without_derived=True)
+    data = [s for s in layout.segments if entry_frame(s.path)]
+    report = RecoveryReport("5.5.x DLedger CommitLog", "abnormal" if sim.abnormal else "normal", sim.checkpoint, -1,
+                            [])
+    led = ledger_recover(data, Path(data[0].path).parent.parent)
+    report.dledger = led
+    if led.exits:
+        report.shutdown_reason = led.exits
+        return RestartDispatch(report, [], [], [])
+    end = led.committed_pos if led.committed_pos >= 0 else led.write_pos
+    report.walk = Walk(led.start_file, led.start_reason, end, led.stop_file, led.stop_position, led.stop_reason,
+                       list(led.files_walked))
+    out = RestartDispatch(report, [(layout.segments[0].base_offset, end, "reput")], [], [])
+    return add_pieces(out, layout, sim, lazy)

@@ -53,7 +53,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
-from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.layout import StoreMap, entry_frame
 from rocketstore_spark.store.queues import read_held
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -909,6 +909,9 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
     (``reputFromOffset += result.getSize() - readSize``), so every later segment is dispatched again. A
     record whose lengths do not add up is taken as damage too (RocketMQ's reput then steps by TOTALSIZE from
     a buffer left elsewhere; not modelled)."""
+    from rocketstore_spark.rocketmq.dledger_recovery import dledger_dispatch   # it builds on this module
+    if any(entry_frame(seg.path) for seg in layout.segments):
+        return dledger_dispatch(layout, settings, lazy)
     sim = Simulation(layout, settings, without_derived=True)
     report = sim.run()
     out = RestartDispatch(report, [], [], [], sim.family.recovery_delay_levels)
@@ -920,6 +923,13 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
     if recovered:
         out.ranges.append((report.dispatch_from, po, "recovery"))
     out.ranges.append((max(report.queue_end_after if recovered else -1, log_min), po, "reput"))
+    return add_pieces(out, layout, sim, lazy)
+
+
+def add_pieces(out: RestartDispatch, layout: StoreLayout, sim: Simulation, lazy: bool) -> RestartDispatch:
+    """``out``'s ranges cut into ``DispatchPiece``s at segment ends and where a segment's reading stops (``lazy``:
+    found as the pieces are read)."""
+    segs = layout.segments
     for lo, hi, phase in out.ranges:
         for k, seg in enumerate(segs):
             start, end = max(lo, seg.base_offset), min(hi, seg.base_offset + seg.size)
@@ -941,5 +951,5 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
     return out
 
 
-__all__ = ["DispatchPiece", "LaterStart", "RecoveryReport", "RestartDispatch", "Simulation", "add_queue_spans",
+__all__ = ["DispatchPiece", "add_pieces", "LaterStart", "RecoveryReport", "RestartDispatch", "Simulation", "add_queue_spans",
            "first_entry_at_or_above", "recover_queue", "restart_dispatch", "truncate_queue"]
