@@ -9,6 +9,7 @@ import pytest
 
 from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.verify.store import verify_store
+from tests.cli.helpers import run
 from tests.golden.goldens import GOLDEN_ROOT
 
 ROOT = GOLDEN_ROOT / "dledger-5.5.1"
@@ -46,3 +47,9 @@ def test_the_rebuild_writes_rocketmqs_files_byte_for_byte(scenario, tmp_path):
     assert files_under(tmp_path / "out" / "consumequeue") == files_under(store / "consumequeue")
     mine, theirs = files_under(tmp_path / "out" / "index"), files_under(store / "index")
     assert [mine[k] for k in sorted(mine)] == [theirs[k] for k in sorted(theirs)]     # names: wall clock
+
+
+def test_the_rebuild_command_exits_clean_when_it_matches(tmp_path):
+    """The engine's note (store.partial_engine) is no problem of the store: exit 0 when every file matches."""
+    r = run("rebuild", ROOT / "clean" / "store", "--output", tmp_path / "out")
+    assert r.exit_code == 0, r.output
