@@ -27,6 +27,13 @@ document (driver or CLI; reads the store read-only, writes nothing).
                             crash recovery that skipped damage a clean start walks again): each one's
                             start_file, start_reason, walk, process_offset, stop, commitlog_files_deleted,
                             commitlog_bytes_cut and lost, as above
+
+A DLedger store (``rocketmq.dledger_recovery``; ``store_type`` "dledger") adds: ``dledger`` (DLedger's own
+recovery: begin/end/committed index, write and committed pos, where and why the ledger ends, index units
+truncated and the first rewritten, data files deleted), ``dledger_crash_walk`` (DLedgerCommitLog's walk after a
+crash: records dispatched, its short processOffset, whether the queues are cut there) and
+``queue_entries_past_log_end`` (entries the queues keep beyond what the log serves); ``start_file``, ``walk``,
+``process_offset`` and ``stop`` are DLedger's walk, ``commitlog_bytes_cut`` the bytes of the entries it drops.
 """
 from __future__ import annotations
 
