@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rocketstore_spark.findings import about_the_store
 from rocketstore_spark.report.text import render_table
 
 
@@ -84,7 +85,7 @@ def main(spark, argv) -> int:
         from rocketstore_spark.spark.rebuild import differences_frame
         differences_frame(spark, r).write.format("delta").mode("append").save(args.differences)
         print(f"the comparison was appended to the Delta table {args.differences}")
-    return 3 if changed or r.findings else 0
+    return 3 if changed or about_the_store(r.findings) else 0
 
 
 def check(argv) -> None:

@@ -231,23 +231,28 @@ CATALOGUE: tuple[Check, ...] = (
           "ignored",
           "ignored"),
     Check("store.unsupported_engine", _E, LAYOUT,
-          "the store was written with an engine we do not read yet: a DLedger CommitLog (`dledger-*/`), RocksDB "
-          "ConsumeQueues (`consumequeue/` or `consumequeue_rocksdb/` is a RocksDB database), RocksDB config "
-          "(`config/consumerOffsets/`, `config/rdb/`, ...), data in 5.5's `rocksdbstore/`, batch ConsumeQueues, "
-          "LMQ queues, or (from broker.conf) a multi-path CommitLog or RocksDB-only index",
+          "the store was written with an engine we do not read yet: several `dledger-*/` directories (or one "
+          "without `data/`), RocksDB config we do not read (`config/topics/`, `config/subscriptionGroups/`, "
+          "`config/rdb/`), data in 5.5's `rocksdbstore/`, batch ConsumeQueues, LMQ queues, or (from broker.conf) "
+          "a DLedger CommitLog or RocksDB ConsumeQueue whose files are not under the store root, a RocksDB-only "
+          "index",
           "RocketMQ reads and recovers these through the engine broker.conf names (store/engines.py lists the "
           "files and settings)",
           "finding naming the evidence; the work the engine would make wrong (reading the CommitLog or queues, "
           "queue checks, a rebuild, a recovery verdict, a repair) is refused with a one-line message rather than "
           "answered as for a classic store"),
     Check("store.partial_engine", _W, LAYOUT,
-          "the store was written with an engine we read but whose own recovery or rebuild we do not mirror yet: a "
-          "DLedger CommitLog (`dledger-<selfId>/data/`) is read through its entries, its old `commitlog/` up to the "
-          "divide, its ConsumeQueues and config as classic files",
-          "RocketMQ recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "
-          "`DLedgerCommitLog`'s dispatch; docs/format/dledger.md)",
-          "finding naming the evidence and what is read; queue and index checks against the log, a rebuild, a "
-          "recovery verdict and a repair are refused with a one-line message"),
+          "the store was written with an engine we read correctly but on which some commands are not mirrored yet: "
+          "a DLedger CommitLog (`dledger-<selfId>/data/`: read through its entries, its old `commitlog/` up to the "
+          "divide; its queues and IndexFiles checked, rebuilt and its restart predicted; repair refused), a "
+          "RocksDB ConsumeQueue (`consumequeue/` or `consumequeue_rocksdb/`: queues, their check, the lag and the "
+          "restart read from the database; reading ConsumeQueue files and a repair refused), v1 RocksDB consumer "
+          "offsets (`config/consumerOffsets/`, `config/metadata/`: read; a repair refused)",
+          "RocketMQ reads and recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "
+          "`DLedgerCommitLog`'s; docs/format/dledger.md, docs/format/rocksdb-queues.md)",
+          "finding naming the evidence, what is read and what is refused; the refused commands stop with a "
+          "one-line message (exit 2), the rest answer as RocketMQ would; alone it does not make a check exit 3 "
+          "(it is about rocketstore-spark's coverage, not the store)"),
     Check("scrub.segment_changed", _W, RECORDS,
           "a CommitLog segment's bytes differ from the scrub's last record of them (a digest of sampled blocks) "
           "while its size and modification time are the same",

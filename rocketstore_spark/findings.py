@@ -12,8 +12,8 @@ from typing import Callable, Sequence
 
 from rocketstore_spark.checks import CHECKS, Severity
 
-__all__ = ["Finding", "FindingCap", "Severity", "StoreError", "any_problem", "capped", "finding", "omitted",
-           "raise_first_error"]
+__all__ = ["COVERAGE_NOTES", "Finding", "FindingCap", "Severity", "StoreError", "about_the_store", "any_problem",
+           "capped", "finding", "omitted", "raise_first_error"]
 
 # the findings schema: one row per finding, the same in DataFrames, JSON and Delta tables
 FIELDS = ("check", "severity", "file", "file_position", "physical_offset", "topic", "queue_id", "queue_offset",
@@ -80,9 +80,19 @@ def finding(check: str, file: str, file_position: int | None, message: str, *, p
                    None if queue_id is None else int(queue_id), None if queue_offset is None else int(queue_offset))
 
 
+# warnings about what rocketstore-spark does not do on a store, not about the store: no exit 3 for them alone
+COVERAGE_NOTES = frozenset({"store.partial_engine"})
+
+
+def about_the_store(findings) -> list:
+    """``findings`` without ``COVERAGE_NOTES``: what a command met in the store itself."""
+    return [f for f in findings if f.check not in COVERAGE_NOTES]
+
+
 def any_problem(findings) -> bool:
-    """Whether any finding is above info level (a warning or an error): what makes a check exit 3."""
-    return any(f.severity != Severity.INFO for f in findings)
+    """Whether any finding is above info level (a warning or an error), ``COVERAGE_NOTES`` aside: what makes a
+    check exit 3 and an audited store at risk."""
+    return any(f.severity != Severity.INFO for f in about_the_store(findings))
 
 
 def distinct(findings) -> list[Finding]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
-from rocketstore_spark.cli.options import json_option
+from rocketstore_spark.cli.options import commitlog_path_option, json_option, layouts
 from rocketstore_spark.cli.output import emit_json, line, table
 from rocketstore_spark.report.text import utc_time
 
 
 @click.command("inspect")
 @click.argument("stores", nargs=-1, required=True)
+@commitlog_path_option
 @json_option
 def inspect_cmd(stores, as_json):
     """What is in a store: segments, topics and queues, IndexFiles, checkpoint and shutdown state, release.
@@ -19,8 +20,8 @@ def inspect_cmd(stores, as_json):
     Example:
       rocketstore inspect tests/golden/rocketmq-5.5.1/clean/store
     """
-    from rocketstore_spark.report.inspect import inspect_stores
-    docs = inspect_stores(stores)
+    from rocketstore_spark.report.inspect import inspect_store
+    docs = [inspect_store(layout) for layout in layouts(stores)]        # --commitlog-path: a multi-path log
     if as_json:
         emit_json({"stores": docs})
         return

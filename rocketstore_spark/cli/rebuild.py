@@ -9,6 +9,7 @@ import click
 
 from rocketstore_spark.cli.options import PROBLEMS, findings_limit_option, given_settings, json_option, settings_options
 from rocketstore_spark.cli.output import emit_json, findings_table, line, table
+from rocketstore_spark.findings import about_the_store
 
 
 @click.command("rebuild")
@@ -48,4 +49,4 @@ def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, lim
                   [(d.kind, d.store_file, d.rebuilt_file, d.status, d.detail) for d in changed])
         if r.findings:
             findings_table(r.findings, limit, f"What reading the CommitLog met ({len(r.findings)} finding(s))")
-    sys.exit(PROBLEMS if changed or r.findings else 0)
+    sys.exit(PROBLEMS if changed or about_the_store(r.findings) else 0)

@@ -27,6 +27,13 @@ document (driver or CLI; reads the store read-only, writes nothing).
                             crash recovery that skipped damage a clean start walks again): each one's
                             start_file, start_reason, walk, process_offset, stop, commitlog_files_deleted,
                             commitlog_bytes_cut and lost, as above
+
+A DLedger store (``rocketmq.dledger_recovery``; ``store_type`` "dledger") adds: ``dledger`` (DLedger's own
+recovery: begin/end/committed index, write and committed pos, where and why the ledger ends, index units
+truncated and the first rewritten, data files deleted), ``dledger_crash_walk`` (DLedgerCommitLog's walk after a
+crash: records dispatched, its short processOffset, whether the queues are cut there) and
+``queue_entries_past_log_end`` (entries the queues keep beyond what the log serves); ``start_file``, ``walk``,
+``process_offset`` and ``stop`` are DLedger's walk, ``commitlog_bytes_cut`` the bytes of the entries it drops.
 """
 from __future__ import annotations
 
@@ -38,6 +45,7 @@ import pyarrow.compute as pc
 from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.recovery import QueueFeed, RecoveryReport, Simulation
+from rocketstore_spark.rocketmq.dledger_recovery import DLedgerSimulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
 from rocketstore_spark.rocketmq.settings import resolve
@@ -47,6 +55,8 @@ from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.rocksdb import queue_db
 
+DLEDGER_REMEDY = ("rocketstore-spark does not rebuild or repair DLedger stores yet: start the broker once with "
+                  "recheckReputOffsetFromCq=true, which dispatches the log again from the queues' end")
 DOCUMENT_TYPE = "rocketstore-spark/recovery-report"
 DOCUMENT_VERSION = 1
 
@@ -73,8 +83,12 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         family_named(release_family)            # a ValueError naming the choices before anything is read
     db = queue_db(layout.root)
     # a RocksDB ConsumeQueue recovers by its own rules (rocketmq.rocksdb_recovery); the database read-only
-    sim = RocksDBSimulation(layout, settings, db) if db is not None else \
-        Simulation(layout, settings, release_family, reachable_below=reachable_below, queue_feed=queue_feed)
+    if db is not None:
+        sim = RocksDBSimulation(layout, settings, db)
+    elif layout.engines is not None and any(e.name == "DLedger CommitLog" for e in layout.engines.engines):
+        sim = DLedgerSimulation(layout, settings)      # DLedger's recovery, then DLedgerCommitLog's
+    else:
+        sim = Simulation(layout, settings, release_family, reachable_below=reachable_below, queue_feed=queue_feed)
     r = sim.run()
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),
@@ -120,7 +134,28 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "consumer_offsets_past_end": _offsets_past_end(layout, r),
         "later_starts": _later_starts(layout.files, r, w.process_offset if w else None),
     }
+    if r.dledger is not None:
+        doc |= _dledger(layout, r)
     return doc, r
+
+
+def _dledger(layout, r: RecoveryReport) -> dict:
+    """The parts of a DLedger store's report (``rocketmq.dledger_recovery``): its data file names in ``stop``
+    and ``start_file``, DLedger's own recovery, the crash walk of ``DLedgerCommitLog``, and the queue entries
+    that point past the end of what the log serves."""
+    led = r.dledger
+    data = f"{led.directory}/data/"
+    out = {"store_type": "dledger",
+           "dledger": led.document() | {"stop_file": data + led.stop_file if led.stop_file else None,
+                                        "data_files_deleted": r.commitlog_files_deleted},
+           "dledger_crash_walk": r.dledger_walk,
+           "queue_entries_past_log_end": _unreachable(r.past_log_end) | {"remedy": None}}
+    if r.unreachable:               # no rebuild or repair of DLedger stores yet
+        out["unreachable"] = _unreachable(r.unreachable) | {"remedy": DLEDGER_REMEDY}
+    if r.walk is not None:
+        out["stop"] = {"file": data + led.stop_file, "file_position": led.stop_position, "reason": led.stop_reason}
+        out["commitlog_bytes_cut"] = led.bytes_truncated    # the entries DLedger's index units describe past it
+    return out
 
 
 def _later_starts(files: StoreMap, r: RecoveryReport, process_offset: int | None) -> list[dict]:

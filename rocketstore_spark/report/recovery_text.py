@@ -29,6 +29,7 @@ def render_recovery(doc: dict) -> str:
         out += [f"  the CommitLog walk starts at {doc['start_file']}: {doc['start_reason']}",
                 f"  it stops at {stop['file']} byte {stop['file_position']:,}: {stop['reason']}",
                 f"  the CommitLog would end at physical offset {doc['process_offset']:,}"]
+    out += _dledger_lines(doc)
     cut = doc["commitlog_bytes_cut"]
     out.append(f"  cut: {cut:,} bytes of CommitLog data after it; segments deleted: "
                f"{', '.join(doc['commitlog_files_deleted']) or 'none'}")
@@ -95,6 +96,30 @@ def render_recovery(doc: dict) -> str:
             [(p["consumer_group"], p["topic"], p["queue_id"], p["committed_offset"], p["max_offset_after_recovery"])
              for p in past[:MAX_QUEUES]], numeric={"queue", "committed", "queue end"})]
     return "\n".join(out)
+
+
+def _dledger_lines(doc: dict) -> list[str]:
+    """A DLedger store's recoveries (``recovery.report``'s ``dledger``, ``dledger_crash_walk``): DLedger's own,
+    then DLedgerCommitLog's crash walk with its short processOffset."""
+    led = doc.get("dledger")
+    if not led:
+        return []
+    out = [f"  DLedger ({led['directory']}): entries {led['begin_index']} .. {led['end_index']} (term "
+           f"{led['end_term']}) kept, {led['entries_truncated']:,} truncated; committed index "
+           f"{led['committed_index']} at {led['committed_pos']:,} (what getMessage serves)"]
+    if led["index_rewritten_from"] is not None:
+        out.append(f"  DLedger index units rewritten from entry {led['index_rewritten_from']} (they disagreed)")
+    walk = doc.get("dledger_crash_walk")
+    if walk:
+        out.append(f"  crash walk from {walk['start_file']}: {walk['records']:,} record(s) dispatched up to "
+                   f"{walk['end_physical_offset']:,}; processOffset {walk['process_offset']:,} falls "
+                   f"{walk['short_by']:,} bytes short (48 per record): {walk['cut_reason']}")
+    past = doc.get("queue_entries_past_log_end") or {}
+    if past.get("messages"):
+        out.append(f"  {past['messages']:,} queue entr(ies) kept past the end of the log "
+                   f"({past['first_physical_offset']:,} .. {past['last_physical_offset']:,}): getMessage finds "
+                   f"nothing there")
+    return out
 
 
 def _named(topics: dict) -> str:

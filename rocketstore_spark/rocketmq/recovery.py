@@ -53,7 +53,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
-from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.layout import StoreMap, entry_frame
 from rocketstore_spark.store.queues import read_held
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -432,11 +432,8 @@ class Simulation:
         po = w.process_offset
         report.commitlog_files_deleted = [files.relative(s.path)
                                           for s in segs if s.base_offset > po]
-        if self.abnormal and self.index_enable and files.index_dir is not None and not self.without_derived:
-            for p in files.index_files():
-                view = read_index_file(str(p), self.settings.geometry.hash_slot_num)
-                if view.header["end_timestamp"] > self.checkpoint["index_msg_timestamp"]:
-                    report.index_files_deleted.append(files.relative(p))
+        if not self.without_derived:
+            self.index_files_deleted(report)
         log_min = segs[0].base_offset
         file_size = self.settings.consume_queue_file_size
         dispatch_rule = self.family.normal_dispatch
@@ -480,6 +477,15 @@ class Simulation:
                 self._lost(w.process_offset, cut_to)))
             cut_to = w.process_offset
         return report
+
+    def index_files_deleted(self, report: "RecoveryReport") -> None:
+        """After a crash, the IndexFiles newer than the checkpoint's indexMsgTimestamp (IndexService.load)."""
+        files = self.layout.files
+        if self.abnormal and self.index_enable and files.index_dir is not None:
+            for p in files.index_files():
+                view = read_index_file(str(p), self.settings.geometry.hash_slot_num)
+                if view.header["end_timestamp"] > self.checkpoint["index_msg_timestamp"]:
+                    report.index_files_deleted.append(files.relative(p))
 
     def _min_offset(self, q: QueueRecovery, log_min: int, dispatch_rule: NormalDispatch) -> int:
         """RocketMQ's getMinOffsetInQueue after the restart (ConsumeQueue.correctMinOffset at load, against the
@@ -567,20 +573,22 @@ class Simulation:
                 if len(take):
                     yield decoder, dispatch.queue_keys(w.topic[take], w.queue_id[take]), w, take
 
-    def _unreachable(self, lo: int, hi: int, ends: dict) -> dict:
+    def _unreachable(self, lo: int, hi: int, ends: dict, kept: bool = False) -> dict:
         """The queued records of [lo, hi) — the log the restart keeps but does not dispatch again — that their
         queue will not hold after it: a record at or past the end of the queue's last entry (``ends``: (topic,
         queue id) -> that physical offset; entries follow the log's order, whatever queue offset they were
         placed at), or of a queue that has no entry at all (its files were lost and nothing rebuilds them).
         (topic, queue id) -> [messages, lowest and highest queue offset, first and last physical offset].
-        Window by window: memory follows the queues, not the log."""
+        Window by window: memory follows the queues, not the log. ``kept``: the records their queue does hold
+        instead."""
         out: dict[tuple[str, int], list[int]] = {}
         names = list(ends)
         queue_ends = np.array([ends[name] for name in names] + [-1], dtype=np.int64)     # row -1: no entry
         queues = _QueueRows({name: row for row, name in enumerate(names)})
         for decoder, key, w, take in self._queued_windows(lo, hi):
             phy, qo = w.physical_offset[take], w.queue_offset[take]
-            beyond = np.flatnonzero(phy >= queue_ends[queues.rows(decoder, key)])
+            beyond = phy >= queue_ends[queues.rows(decoder, key)]
+            beyond = np.flatnonzero(~beyond if kept else beyond)
             if not len(beyond):
                 continue
             add_queue_spans(out, decoder.topics, key[beyond], phy[beyond], qo[beyond])
@@ -764,6 +772,9 @@ class RecoveryReport:
     # and last queue offset, first and last physical offset] (``Simulation._unreachable``)
     unreachable: dict = field(default_factory=dict)
     queue_end_after: int = -1                # the largest queue end after the restart's dispatch (-1: none)
+    dledger: object = None                   # a DLedger store: DLedger's own recovery (rocketmq.dledger_recovery)
+    dledger_walk: dict | None = None         # ... and DLedgerCommitLog's crash walk
+    past_log_end: dict = field(default_factory=dict)    # queue entries kept past the end the log serves (DLedger)
 
 
 def no_record_reason(path: str, start: int) -> str:
@@ -898,6 +909,9 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
     (``reputFromOffset += result.getSize() - readSize``), so every later segment is dispatched again. A
     record whose lengths do not add up is taken as damage too (RocketMQ's reput then steps by TOTALSIZE from
     a buffer left elsewhere; not modelled)."""
+    from rocketstore_spark.rocketmq.dledger_recovery import dledger_dispatch   # it builds on this module
+    if any(entry_frame(seg.path) for seg in layout.segments):
+        return dledger_dispatch(layout, settings, lazy)
     sim = Simulation(layout, settings, without_derived=True)
     report = sim.run()
     out = RestartDispatch(report, [], [], [], sim.family.recovery_delay_levels)
@@ -909,6 +923,13 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
     if recovered:
         out.ranges.append((report.dispatch_from, po, "recovery"))
     out.ranges.append((max(report.queue_end_after if recovered else -1, log_min), po, "reput"))
+    return add_pieces(out, layout, sim, lazy)
+
+
+def add_pieces(out: RestartDispatch, layout: StoreLayout, sim: Simulation, lazy: bool) -> RestartDispatch:
+    """``out``'s ranges cut into ``DispatchPiece``s at segment ends and where a segment's reading stops (``lazy``:
+    found as the pieces are read)."""
+    segs = layout.segments
     for lo, hi, phase in out.ranges:
         for k, seg in enumerate(segs):
             start, end = max(lo, seg.base_offset), min(hi, seg.base_offset + seg.size)
@@ -930,5 +951,5 @@ def restart_dispatch(layout: StoreLayout, settings: BrokerSettings, lazy: bool =
     return out
 
 
-__all__ = ["DispatchPiece", "LaterStart", "RecoveryReport", "RestartDispatch", "Simulation", "add_queue_spans",
+__all__ = ["DispatchPiece", "add_pieces", "LaterStart", "RecoveryReport", "RestartDispatch", "Simulation", "add_queue_spans",
            "first_entry_at_or_above", "recover_queue", "restart_dispatch", "truncate_queue"]

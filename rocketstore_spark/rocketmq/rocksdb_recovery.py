@@ -27,7 +27,6 @@ from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.consumequeue import min_offset_by_search
 from rocketstore_spark.rocketmq.recovery import QueueRecovery, RecoveryReport, Simulation
 from rocketstore_spark.store import rocksdb
-from rocketstore_spark.store.indexes import read_index_file
 
 
 class RocksDBSimulation(Simulation):
@@ -77,11 +76,7 @@ class RocksDBSimulation(Simulation):
         report.walk = w
         po = w.process_offset
         report.commitlog_files_deleted = [files.relative(s.path) for s in segs if s.base_offset > po]
-        if self.abnormal and self.index_enable and files.index_dir is not None:
-            for p in files.index_files():
-                view = read_index_file(str(p), self.settings.geometry.hash_slot_num)
-                if view.header["end_timestamp"] > self.checkpoint["index_msg_timestamp"]:
-                    report.index_files_deleted.append(files.relative(p))
+        self.index_files_deleted(report)
         lo = segs[start].base_offset if self.abnormal else max(self.dispatch_from + 1, segs[start].base_offset)
         units = {key: dict(phy) for key, phy in self._stored.items()}
         maxes = {key: (q.max[1], q.max[0]) for key, q in self.table.queues.items() if q.max is not None}

@@ -23,16 +23,18 @@ RocketMQ chooses its engines in broker.conf; each leaves its own files under the
 the broker's ``RocksDB*ConfigManager`` and ``ConfigStorage``, and DLedger 0.3.3.4's ``DLedgerConfig``).
 
 A DLedger store with one ``dledger-<selfId>/data/`` is read (``store.discovery``: the old ``commitlog/`` below
-the divide, then the entries of the data files); its queues and config are classic files. What its own
-recovery, rebuild and repair would do is not mirrored yet: those stay refused.
+the divide, then the entries of the data files); its queues and config are classic files, checked and rebuilt
+against that log; its restart is predicted (``rocketmq.dledger_recovery``). A repair stays refused.
 
 The RocksDB ConsumeQueue and v1 RocksDB consumer offsets are read (``store.rocksdb``; the queue checks, the
 lag and the recovery report follow them): only the work still not done on them is refused (reading
 ConsumeQueue files — queries, exports and system-topic views by queue —, a rebuild, a repair; topics and
 subscription groups in RocksDB; the v2 ``config/rdb``).
 
-Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, naming the
-evidence and what is refused) and ``Engines.refuse`` stops the work it would get wrong — reading the CommitLog
+Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, an error naming
+the evidence and what is refused); an engine we do read, with some work still not mirrored — a DLedger
+CommitLog, a RocksDB ConsumeQueue, v1 RocksDB consumer offsets — is a ``store.partial_engine`` warning naming what
+is read and what is refused. ``Engines.refuse`` stops the work either would get wrong — reading the CommitLog
 of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
 repair, a recovery verdict — with a one-line ``UnsupportedStore`` error: a refusal, never a silent wrong
 answer. Entries under the root that belong to no engine we know are ``store.unknown_entry`` warnings (a
@@ -82,14 +84,18 @@ _QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.CHECK_QUE
                          Work.REPAIR})
 _DISPATCH_WORK = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR})
 # DLedger: the log is read through its entries (store.discovery, codec.commitlog's frame); the ConsumeQueues and
-# config are classic files. Checking queues and IndexFiles against the log, a rebuild, DLedger's recovery and a
-# repair are not mirrored yet.
+# config are classic files, checked against the log and rebuilt from it; the restart is predicted
+# (rocketmq.dledger_recovery). A repair is refused (_DLEDGER_REPAIR).
 _DLEDGER_WORK = _EVERYTHING - {Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.READ_CONFIG,
-                               Work.READ_OFFSETS}
+                               Work.READ_OFFSETS, Work.RECOVER, Work.CHECK_QUEUES, Work.READ_INDEX, Work.REBUILD}
 # a RocksDB ConsumeQueue is read (store.rocksdb: the rocketmq_consumequeue source, queue bounds, lag: the work
 # that asks for READ_QUEUE_UNITS), checked against the CommitLog (verify.rocksdb_queues) and its restart
 # predicted (rocketmq.rocksdb_recovery); whatever reads ConsumeQueue files (READ_QUEUES: queries and exports by
 # queue, the system topics), a rebuild and a repair are not done yet
+_DLEDGER_REPAIR = ("a repair would have to truncate DLedger's data files, index units and checkpoint together as "
+                   "DLedgerMmapFileStore.recover does, and no such repair has been proven by reopening it in "
+                   "RocketMQ; `rocketstore recover report` says what the broker's own restart will cut, and "
+                   "`rocketstore export` saves the messages it would lose")
 _ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.REBUILD, Work.REPAIR})
 _ROCKSDB_QUEUE_READS = ("queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only); "
                         "`rocketstore rebuild` writes classic files and the differences against the database")
@@ -160,15 +166,18 @@ class Engines:
                    "store were RocketMQ's classic file store" if unread else "; refused"))
 
     def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, reads: str | None = None,
-            read: bool = False) -> None:
+            read: bool = False, why: str = "") -> None:
         """One engine found; ``reads``: what this release does read of it (None: nothing); ``read``: an engine
-        we read (its finding a warning naming what is still refused)."""
-        self.engines.append(Engine(name, evidence, refuses))
+        we read correctly (its finding the ``store.partial_engine`` warning naming what is still refused; else
+        the ``store.unsupported_engine`` error: what we cannot read); ``why``: why the refused work is refused
+        (empty: not done yet)."""
+        self.engines.append(Engine(name, evidence, refuses, why))
         what = ", ".join(sorted(w.value for w in refuses))
         if read:
             done = ", ".join(sorted(w.value for w in _EVERYTHING - refuses))
             self.findings.append(finding("store.partial_engine", str(file), None,
-                                         f"{name} ({evidence}): we {done}; not mirrored yet, so refused: {what}",
+                                         f"{name} ({evidence}): we {done}{' (' + reads + ')' if reads else ''}; "
+                                         f"not mirrored yet, so refused: {what or 'nothing'}",
                                          engine=name, evidence=evidence))
             return
         self.findings.append(finding("store.unsupported_engine", str(file), None,
@@ -201,23 +210,24 @@ def _from_files(root: Path, out: Engines) -> None:
             out.add("DLedger CommitLog", f"{name}/{switched}" + (
                     f" (one of {len(dledger)} dledger-* directories: which is this broker's?)" if len(dledger) > 1
                     else " (no data/ directory)" if several else ""), _EVERYTHING if several else _DLEDGER_WORK, path,
-                    read=not several)
+                    read=not several, why="" if several else _DLEDGER_REPAIR)
         elif name not in KNOWN_ROOT_ENTRIES and not name.startswith(".") and name not in NOT_STORE_ENTRIES:
             out.findings.append(finding("store.unknown_entry", str(path), None,
                                         "not a file or directory of any RocketMQ store engine we know (left alone)"))
     cq = root / "consumequeue"
     if is_rocksdb(cq):
         out.add("RocksDB ConsumeQueue", "consumequeue/ is a RocksDB database (storeType=defaultRocksDB)",
-                _ROCKSDB_QUEUE_WORK, cq, _ROCKSDB_QUEUE_READS)
+                _ROCKSDB_QUEUE_WORK, cq, _ROCKSDB_QUEUE_READS, read=True)
     if is_rocksdb(root / "consumequeue_rocksdb"):
         out.add("RocksDB ConsumeQueue", "consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ)",
-                _ROCKSDB_QUEUE_WORK, root / "consumequeue_rocksdb", _ROCKSDB_QUEUE_READS)
+                _ROCKSDB_QUEUE_WORK, root / "consumequeue_rocksdb", _ROCKSDB_QUEUE_READS, read=True)
     config = root / "config"
     for sub, what in KNOWN_CONFIG_DIRS.items():
         if is_rocksdb(config / sub):
             if sub in ("consumerOffsets", "metadata"):          # read by store.rocksdb (v1 layout)
                 out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB", frozenset({Work.REPAIR}),
-                        config / sub, "consumer offsets read from RocksDB, as RocksDBConsumerOffsetManager loads them")
+                        config / sub, "consumer offsets read from RocksDB, as RocksDBConsumerOffsetManager loads them",
+                        read=True)
             else:
                 out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
                         frozenset({Work.READ_CONFIG, Work.REPAIR}) | (

@@ -549,6 +549,17 @@ def flip_entry_pos(store: Path, entry: dict, data_file_size: int) -> dict:
             "entry_index": entry["index"], "entry_pos": entry["pos"], "old": old, "new": old ^ 0xFF}
 
 
+def flip_index_term(store: Path, entry: dict, index_file_size: int) -> dict:
+    """Flip the low byte of the term of an entry's index unit (bytes 24-31 of the 32-byte unit at index × 32):
+    the entry stays valid, DLedger's recovery finds its unit disagreeing and rewrites the units from there."""
+    at = entry["index"] * 32
+    name = f"{at // index_file_size * index_file_size:020d}"
+    position = at % index_file_size + 31
+    old = flip_byte(store / "dledger-n0" / "index" / name, position)
+    return {"action": "flip_index_term", "file": f"dledger-n0/index/{name}", "file_position": position,
+            "entry_index": entry["index"], "old": old, "new": old ^ 0xFF}
+
+
 def flip_record_body(store: Path, entry: dict, data_file_size: int) -> dict:
     """Flip the middle byte of the body of the CommitLog record inside an entry (layout read from the record's
     header: BODYLENGTH at 68 + host lengths): the entry stays valid for DLedger, the record's BODYCRC fails."""
@@ -587,8 +598,8 @@ def generate_dledger(out: Path, scratch: Path, version: str = DLEDGER_VERSION) -
     """``dledger-<version>/``: stores written by RocketMQ's DLedgerCommitLog (Generator's dledger-write), each
     with a manifest of RocketMQ's view of it (dledger-view on a copy: recovery, getMessage of every queue,
     queryMessage, DLedger's own entries). Scenarios: clean, crash, switched (a classic store switched to DLedger),
-    corrupt-entry (crash + one entry header's pos flipped in the last data file) and corrupt-record (clean + one
-    record byte flipped inside a valid entry)."""
+    corrupt-entry (crash + one entry header's pos flipped in the last data file), corrupt-index (crash + one index
+    unit's term flipped) and corrupt-record (clean + one record byte flipped inside a valid entry)."""
     root = out / f"dledger-{version}"
     if root.exists():
         shutil.rmtree(root)
@@ -621,6 +632,13 @@ def generate_dledger(out: Path, scratch: Path, version: str = DLEDGER_VERSION) -
     scenarios["corrupt-entry"] = {
         "description": "The crash store with the pos field of an entry in the middle of the last data file flipped.",
         "surgery": [flip_entry_pos(root / "corrupt-entry" / "store", in_last[len(in_last) // 2], size)],
+        "parent": "crash"}
+    shutil.copytree(root / "crash" / "store", root / "corrupt-index" / "store")
+    scenarios["corrupt-index"] = {
+        "description": "The crash store with the term of the index unit of an entry in the middle of the last data "
+                       "file flipped: the entries are intact, DLedger's recovery rewrites the index from that unit.",
+        "surgery": [flip_index_term(root / "corrupt-index" / "store", in_last[len(in_last) // 2],
+                                    DLEDGER_GEOMETRY["dledger_index_file_size"])],
         "parent": "crash"}
     clean_view = view(root / "clean" / "store")
     shutil.copytree(root / "clean" / "store", root / "corrupt-record" / "store")

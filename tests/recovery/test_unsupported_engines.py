@@ -8,7 +8,6 @@ import shutil
 
 import pytest
 
-from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.recovery.apply import ApplyRefused, apply_plan
 from rocketstore_spark.recovery.plan import make_plan
 from rocketstore_spark.recovery.report import recovery_report
@@ -26,28 +25,32 @@ def switched_to_dledger(tmp_path):
     return store
 
 
-def test_no_verdict_plan_or_rebuild_for_a_store_switched_to_dledger(tmp_path):
+def test_no_plan_for_a_store_switched_to_dledger(tmp_path):
+    """Its restart is the classic recovery of the old commitlog/ (DLedgerCommitLog without data files runs it):
+    the same verdict as the store before the switch; a plan is refused."""
     store = switched_to_dledger(tmp_path)
     before = tree(store)
-    with pytest.raises(UnsupportedStore, match="cannot predict a restart: the store uses DLedger CommitLog"):
-        recovery_report(str(store))
+    doc, _ = recovery_report(str(store))
+    classic, _ = recovery_report(str(CRASHED.store))
+    assert "no data file yet" in doc["rocketmq_version"]
+    assert (doc["process_offset"], doc["consumequeues"]) == (classic["process_offset"], classic["consumequeues"])
     with pytest.raises(UnsupportedStore, match="cannot repair the store: the store uses DLedger CommitLog"):
         make_plan(str(store), tmp_path / "plan")
-    with pytest.raises(UnsupportedStore, match="cannot rebuild ConsumeQueues and IndexFiles"):
-        rebuild_store(str(store), tmp_path / "rebuilt")
     assert tree(store) == before
-    assert not (tmp_path / "plan").exists() and not (tmp_path / "rebuilt").exists()
+    assert not (tmp_path / "plan").exists()
 
 
-def test_the_audit_reports_the_engine_and_checks_nothing_it_would_get_wrong(tmp_path):
-    """A DLedger store's log is checked (here the old commitlog/: no entry yet; tests/store/test_dledger.py reads
-    RocketMQ's own DLedger stores), its queues and IndexFiles are not checked against it."""
+def test_the_audit_reports_the_engine_and_checks_the_store(tmp_path):
+    """A DLedger store's log, queues and IndexFiles are checked (here the old commitlog/: no entry yet;
+    tests/rebuild/test_dledger_rebuild.py checks RocketMQ's own DLedger stores): as before the switch, with the
+    engine's warning first."""
     store = switched_to_dledger(tmp_path)
     verdict = verify_store(str(store))
+    classic = verify_store(str(CRASHED.store))
     assert verdict.findings[0].check == "store.partial_engine"
     assert "DLedger CommitLog" in verdict.findings[0].message
-    assert len(verdict.segments) == len(verify_store(str(CRASHED.store)).segments)
-    assert verdict.queues == [] and verdict.index == []
+    assert (len(verdict.segments), len(verdict.queues), len(verdict.index)) == (
+        len(classic.segments), len(classic.queues), len(classic.index))
 
 
 def test_the_audit_of_a_dledger_store_finds_a_bad_entry():
@@ -62,9 +65,10 @@ def test_rocksdb_queues_leave_the_log_checked_and_the_queues_alone(tmp_path):
     shutil.copytree(store / "rocksdbstore", store / "consumequeue")
     verdict = verify_store(str(store))
     # the queues are read from RocksDB for the lag (tests/store/test_rocksdb.py): this database is 5.5's message
-    # store, without the ConsumeQueue's column families, so it is unreadable as one — a finding naming it
-    assert sorted(f.check for f in verdict.findings if f.severity == "error") == [
-        "rocksdb.unreadable", "store.unsupported_engine"]
+    # store, without the ConsumeQueue's column families, so it is unreadable as one — a finding naming it; the
+    # engine itself is one we read (a warning naming what is refused), the damage is the error
+    assert sorted(f.check for f in verdict.findings if f.severity == "error") == ["rocksdb.unreadable"]
+    assert [f.check for f in verdict.findings if "RocksDB ConsumeQueue" in f.message] == ["store.partial_engine"]
     assert [f.file for f in verdict.findings if f.check == "rocksdb.unreadable"] == ["consumequeue"]
     assert sum(s.records for _, s in verdict.segments) == len(BY_ID["5.5.1/clean"].messages)
     assert verdict.queues == []

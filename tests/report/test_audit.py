@@ -56,12 +56,22 @@ def test_the_audit_document_carries_its_settings_and_release():
 
 def test_a_store_of_another_engine_gets_findings_and_no_recovery_verdict(tmp_path):
     store = copy_store(BY_ID["5.5.1/corrupt-body"].store, tmp_path / "store")
-    (store / "dledger-n0" / "data").mkdir(parents=True)
+    (store / "batchconsumequeue" / "T" / "0").mkdir(parents=True)
     audit = audit_stores(discover(str(store)))
     (doc,) = audit.docs
     assert audit.at_risk and doc["recovery"] is None
-    assert "cannot predict a restart: the store uses DLedger CommitLog" in doc["recovery_refused"]
-    assert doc["findings"][0]["check"] == "store.partial_engine"      # DLedger's log is read, its recovery not
+    assert "cannot predict a restart: the store uses batch ConsumeQueue" in doc["recovery_refused"]
+    assert doc["findings"][0]["check"] == "store.unsupported_engine"
+
+
+def test_a_dledger_store_gets_its_recovery_verdict(tmp_path):
+    """DLedger's log is read and its restart predicted (tests/recovery/test_dledger_recovery.py): the audit
+    carries the report and the engine's warning naming what is still refused."""
+    store = copy_store(BY_ID["5.5.1/corrupt-body"].store, tmp_path / "store")
+    (store / "dledger-n0" / "data").mkdir(parents=True)
+    (doc,) = audit_stores(discover(str(store))).docs
+    assert doc["recovery"]["document_type"] == "rocketstore-spark/recovery-report"
+    assert doc["findings"][0]["check"] == "store.partial_engine"
 
 
 def test_the_audit_counts_unreachable_messages_from_verify_s_records_as_the_report_does(tmp_path, monkeypatch):

@@ -199,9 +199,10 @@ def test_what_is_not_mirrored_stays_refused():
     layout = discover(str(store("crash")))[0]
     (f,) = [f for f in layout.findings if f.check == "store.partial_engine"]
     assert "DLedger CommitLog (dledger-n0/)" in f.message
-    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG):
-        layout.refuse(work)
-    for work in (Work.CHECK_QUEUES, Work.READ_INDEX, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG, Work.RECOVER, Work.CHECK_QUEUES,
+                 Work.READ_INDEX, Work.REBUILD):
+        layout.refuse(work)     # tests/recovery/test_dledger_recovery.py, tests/rebuild/test_dledger_rebuild.py
+    for work in (Work.REPAIR,):
         with pytest.raises(UnsupportedStore, match="DLedger CommitLog"):
             layout.refuse(work)
 

@@ -10,7 +10,8 @@ import pytest
 
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.engines import UnsupportedStore, Work, detect
-from tests.golden.goldens import BY_ID, GOLDENS
+from tests.cli.helpers import run
+from tests.golden.goldens import BY_ID, GOLDEN_ROOT, GOLDENS
 from tests.store_files import copy_store
 
 ROCKSDB = BY_ID["5.5.1/clean"].store / "rocksdbstore"          # a RocksDB database written by RocketMQ 5.5.1
@@ -29,17 +30,17 @@ def classic(tmp_path):
 
 
 def test_a_store_switched_to_dledger_reads_its_log_and_refuses_what_is_not_mirrored(tmp_path):
-    """Switched, no entry written yet: the log is the old commitlog/ (as DLedgerCommitLog reads it); DLedger's
-    recovery, a rebuild, a repair and the queue checks are not mirrored (tests/store/test_dledger.py reads
-    RocketMQ's own DLedger stores)."""
+    """Switched, no entry written yet: the log is the old commitlog/ (as DLedgerCommitLog reads it), and so is
+    its restart, checks and rebuild (tests/recovery/test_unsupported_engines.py); a repair is not mirrored (tests/store/test_dledger.py reads RocketMQ's own DLedger stores)."""
     store = classic(tmp_path)
     (store / "dledger-n0" / "data").mkdir(parents=True)
     layout = discover(str(store))[0]
     assert [f.check for f in layout.findings[:1]] == ["store.partial_engine"]
     assert len(layout.segments) == len(discover(str(BY_ID["5.5.1/clean"].store))[0].segments)
-    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG):
+    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_CONFIG, Work.RECOVER, Work.CHECK_QUEUES,
+                 Work.READ_INDEX, Work.REBUILD):
         layout.refuse(work)
-    for work in (Work.CHECK_QUEUES, Work.READ_INDEX, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+    for work in (Work.REPAIR,):
         with pytest.raises(UnsupportedStore, match=r"DLedger CommitLog \(dledger-n0/ after a classic commitlog/"):
             layout.refuse(work)
 
@@ -61,8 +62,8 @@ def test_a_dledger_store_without_commitlog_is_a_store(tmp_path):
     (store / "dledger-n1" / "index").mkdir()
     layout = discover(str(store))[0]
     assert layout.segments == [] and [f.check for f in layout.findings] == ["store.partial_engine"]
-    with pytest.raises(UnsupportedStore, match="cannot rebuild ConsumeQueues and IndexFiles: the store uses DLedger"):
-        layout.refuse(Work.REBUILD)
+    with pytest.raises(UnsupportedStore, match="cannot repair the store: the store uses DLedger"):
+        layout.refuse(Work.REPAIR)
 
 
 def test_rocksdb_consume_queues_refuse_queue_work_but_not_the_commitlog(tmp_path):
@@ -178,3 +179,18 @@ def test_broker_conf_of_a_classic_broker_refuses_nothing(tmp_path):
     engines = detect(store, {"storeType": "default", "storePathCommitLog": str(store / "commitlog"),
                              "indexRocksDBEnable": "true", "enableDLegerCommitLog": "false"})
     assert engines.classic
+
+
+@pytest.mark.parametrize("store", ["rocksdb-5.5.1/clean/store", "dledger-5.5.1/clean/store"])
+def test_an_engine_we_read_is_a_warning_naming_what_is_refused_not_a_problem(store):
+    """RocketMQ's own RocksDB ConsumeQueue and DLedger stores: engines we read, so each is a store.partial_engine
+    warning naming the work still refused (a repair), never the store.unsupported_engine error; alone, it makes
+    no check exit 3 (a clean DLedger store verifies clean)."""
+    from rocketstore_spark.findings import any_problem
+    layout = discover(str(GOLDEN_ROOT / store))[0]
+    engines = [f for f in layout.findings if f.check.endswith("_engine")]
+    assert engines and {f.check for f in engines} == {"store.partial_engine"}
+    assert all("so refused:" in f.message and "repair the store" in f.message for f in engines)
+    assert not any_problem(engines)
+    if store.startswith("dledger"):
+        assert run("verify", GOLDEN_ROOT / store).exit_code == 0

@@ -208,3 +208,15 @@ def test_directories_name_the_log_of_one_store():
     from rocketstore_spark.store.discovery import StorePathError
     with pytest.raises(StorePathError, match="give one store"):
         discover([str(ROOT / "clean" / "store"), str(ROOT / "crash" / "store")], commitlog_dirs=dirs(ROOT / "clean"))
+
+
+def test_inspect_over_the_directories_given():
+    """``inspect --commitlog-path`` lists the segments of every directory, as RocketMQ's multi-path log holds
+    them (its manifest: the CommitLog's min and max offsets)."""
+    folder = ROOT / "clean"
+    r = run("inspect", folder / "store", "--commitlog-path", ",".join(dirs(folder)), "--json")
+    assert r.exit_code == 0, r.output
+    (doc,) = json.loads(r.stdout)["stores"]
+    segments = manifest("clean")["segments"]            # RocketMQ's: file, base offset, records, valid end
+    assert [(s["file"], s["base_offset"], s["records"], s["valid_end"]) for s in doc["segments"]] == \
+        [(s["file"], s["base_offset"], s["records"], s["valid_end"]) for s in segments]
