@@ -192,3 +192,75 @@ def resume_queue_offset(last_unit_queue_offset: int | None, check: TimerCheck | 
     q = min(q, check.master_timer_queue_offset if check else 0)
     return min(max(q, queue_min), queue_max)
 
+
+
+@dataclass
+class TimerCut:
+    """How the timer files follow a CommitLog cut at ``log_end`` (``cut``): the TimerLog ends at ``end`` (the
+    first unit whose message lies past the cut, and every unit after it, dropped); ``file_cut`` (name, position:
+    zero from there) and ``files_deleted``; the wheel slots that referred to dropped units, with their new
+    32-byte values (``slots``: index, time, first_pos, last_pos, num, magic; all zero: emptied); the timercheck
+    fields that change; the dropped units' offsets."""
+    end: int
+    file_cut: tuple[str, int] | None
+    files_deleted: list[str]
+    slots: list[tuple[int, int, int, int, int, int]]
+    timercheck: dict
+    dropped: np.ndarray
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.file_cut or self.files_deleted or self.slots or self.timercheck)
+
+
+def cut(timerlog: TimerLog, slots: np.ndarray | None, check: TimerCheck | None, log_end: int, queue_max: int,
+        precision: int = 1000) -> TimerCut:
+    """The timer files as they must be for a CommitLog that ends at ``log_end``, so that RocketMQ's restart
+    (module comment) neither keeps a unit whose message is gone nor a slot pointing past the TimerLog's end:
+    the TimerLog is cut before its first unit whose message (offset_py + size_py) ends past ``log_end`` — the
+    timer store enqueues in ``rmq_sys_wheel_timer`` order, which is the log's order, so every later unit's
+    message is gone too — and each wheel slot that referred to a dropped unit is rewritten from the units kept
+    in it (its last kept unit; its first, or the first kept; num less the dropped units, deletes counted -1),
+    or emptied; timercheck's lastTimerLogFlushPos is brought to the new end and its queue offsets to
+    ``queue_max`` (the rebuilt ``rmq_sys_wheel_timer``/0's max) where they are beyond."""
+    units = timerlog.units
+    offsets = units["offset"].to_numpy()
+    reach = units["offset_py"].to_numpy() + units["size_py"].to_numpy()
+    past = np.flatnonzero(reach > log_end)
+    end = int(offsets[past[0]]) if len(past) else timerlog.end
+    dropped_rows = np.arange(int(past[0]) if len(past) else len(offsets), len(offsets))
+    file_cut, deleted = None, []
+    for f in timerlog.files:
+        if f.base_offset >= end:
+            deleted.append(f.name)
+        elif f.base_offset <= end < f.base_offset + f.size and end < f.base_offset + f.end:
+            file_cut = (f.name, end - f.base_offset)
+    changed: list[tuple[int, int, int, int, int, int]] = []
+    if slots is not None and len(dropped_rows):
+        delayed = units["delayed_time_ms"].to_numpy() // precision
+        magic = units["magic"].to_numpy()
+        sign = np.where((magic & MAGIC_DELETE) != 0, -1, 1)
+        refers = np.flatnonzero((slots["last_pos"] >= end) | (slots["first_pos"] >= end))
+        refers = refers[(slots["last_pos"][refers] != 0) | (slots["first_pos"][refers] != 0)
+                        | (slots["time"][refers] != 0)]
+        slot_of = delayed % WHEEL_SLOTS
+        for i in refers.tolist():      # slots touched by the dropped units: few, each a vectorized selection
+            s = slots[i]
+            mine = (slot_of == i) & (delayed == s["time"])
+            kept = np.flatnonzero(mine & (offsets < end))
+            gone = np.flatnonzero(mine & (offsets >= end))
+            if not len(kept):
+                changed.append((i, 0, 0, 0, 0, 0))
+                continue
+            first = int(s["first_pos"]) if s["first_pos"] < end else int(offsets[kept[0]])
+            changed.append((i, int(s["time"]), first, int(offsets[kept[-1]]), int(s["num"] - sign[gone].sum()),
+                            int(s["magic"])))
+    fields = {}
+    if check is not None:
+        if check.last_timerlog_flush_pos > end:
+            fields["last_timerlog_flush_pos"] = end
+        if check.last_timer_queue_offset > queue_max:
+            fields["last_timer_queue_offset"] = queue_max
+        if check.master_timer_queue_offset > queue_max:
+            fields["master_timer_queue_offset"] = queue_max
+    return TimerCut(end, file_cut, deleted, changed, fields, offsets[dropped_rows])

@@ -29,3 +29,16 @@ def unpacked(scenario: str, dest: Path) -> Path:
     (store / "timerwheel").write_bytes(raw)
     packed.unlink()
     return store
+
+
+def rocketmq_view(store: Path, work: Path) -> dict:
+    """RocketMQ 5.5.1's own view of ``store``'s timers (TimerGolden view on a copy: its TimerLog, wheel, recover()
+    and the timers its dequeue would deliver, each unit's message read back with StoreUtil.getMessage)."""
+    import subprocess
+    from tests.golden import regenerate, serve_check
+    cp = serve_check.classpath("5.5.1", timers=True)
+    out = work / "view.json"
+    subprocess.run(["java", *regenerate.JVM_OPTS, "-cp", cp, "io.rocketstore.golden.TimerGolden", "view", "--store",
+                    str(store), "--work", str(work / "copy"), "--out", str(out)], check=True, capture_output=True,
+                   timeout=300)
+    return json.loads(out.read_text())
