@@ -93,6 +93,11 @@ def _message_columns(t: pa.Table) -> dict:
             "keys": t["keys"], "tags": t["tags"], "store_timestamp": t["store_timestamp"]}
 
 
+def _slot_key(t: pa.Table, key) -> pa.Array:
+    """``slot time|key`` per row: a DELETE unit cancels the units of its own slot whose UNIQ_KEY it names."""
+    return pc.binary_join_element_wise(pc.cast(t["slot_time_ms"], _STR), key, "|")
+
+
 def _ms_time(ms) -> pa.Array:
     """Epoch milliseconds (int64) as ``TIMESTAMP_TYPE``."""
     return pc.cast(pc.cast(ms, pa.timestamp("ms", tz="UTC")), TIMESTAMP_TYPE)
@@ -137,10 +142,8 @@ def timers(layout: StoreLayout, now_ms: int | None = None, precision_ms: int = 1
     normal = ok.filter(pa.array(~delete))
     if delete.any():
         dels = ok.filter(pa.array(delete))
-        gone = {(s, k) for s, k in zip(dels["slot_time_ms"].to_pylist(), dels["del_key"].to_pylist())}
-        keep = [(s, k) not in gone for s, k in zip(normal["slot_time_ms"].to_pylist(),
-                                                     normal["uniq_key"].to_pylist())]
-        normal = normal.filter(pa.array(keep, pa.bool_()))
+        cancelled = pc.is_in(_slot_key(normal, normal["uniq_key"]), value_set=_slot_key(dels, dels["del_key"]))
+        normal = normal.filter(pc.invert(pc.fill_null(cancelled, False)))
     wheel_rows = pa.table({
         "source": pa.array(["timerlog"] * normal.num_rows, _STR),
         "due_time": _ms_time(normal["slot_time_ms"]),

@@ -19,24 +19,22 @@ from tests.golden.timers import SCENARIOS, manifest, unpacked
 @pytest.fixture(scope="module", params=SCENARIOS)
 def golden(request, tmp_path_factory):
     store = unpacked(request.param, tmp_path_factory.mktemp("timers"))
-    return store, manifest(request.param)
+    return store, manifest(request.param), timers(discover([str(store)])[0])
 
 
 def test_files_as_rocketmq_reads_them(golden):
-    store, m = golden
+    store, m, t = golden
     files = StoreMap.of_root(store)
     log = read_timerlog(files)
     assert log.units.drop_columns(["file", "position"]).to_pylist() == m["timerlog_units"]
     assert [(f.name, f.base_offset) for f in log.files] == [(f["file"], f["file_from_offset"]) for f in m["timerlog_files"]]
     assert read_timercheck(files).__dict__ == m["timercheck"]
     assert read_timer_metrics(files) == {"TimerTopic": m["timing_count"]}
-    t = timers(discover([str(store)])[0])
     assert t.wheel.to_pylist() == m["wheel_slots"]
 
 
 def test_recovery_and_pending_as_rocketmq(golden):
-    store, m = golden
-    t = timers(discover([str(store)])[0])
+    _, m, t = golden
     assert t.recovered.process_offset == m["recovered_timerlog_end"]
     assert t.recovered.curr_read_time_ms == m["recovered_curr_read_time_ms"]
     assert t.resume_queue_offset == m["recovered_curr_queue_offset"]
@@ -49,16 +47,18 @@ def test_recovery_and_pending_as_rocketmq(golden):
     theirs += [("queue", None, int(q["timer_out_ms"]), q["offset_py"], None, None, None, q["uniq_key"],
                 int(q["timer_out_ms"]), None) for q in m["queue_backlog"]]
     assert ours == theirs
-    # what was sent and not delivered during the run is what is pending, each once
+    # what was sent, not delivered during the run and not cancelled is what is pending, each once
     delivered = {d["uniq_key"] for d in m["delivered"]}
+    cancelled = {s["deletes"] for s in m["sends"] if s["deletes"]}
+    assert cancelled and {c["uniq_key"] for c in m["cancelled"]} == cancelled
     assert sorted(r["uniq_key"] for r in t.pending.to_pylist()) == sorted(
-        s["uniq_key"] for s in m["sends"] if s["uniq_key"] not in delivered)
+        s["uniq_key"] for s in m["sends"] if s["uniq_key"] not in delivered | cancelled and not s["deletes"])
 
 
 def test_recovery_revises_a_stale_wheel(golden):
     """With the wheel zeroed, recover() rebuilds the slots of the units it walks (from the checkpoint's flush
     position minus one file): those units come back, the older ones stay lost, as RocketMQ's own recovery."""
-    store, m = golden
+    store, m, _ = golden
     files = StoreMap.of_root(store)
     log = read_timerlog(files)
     rec = rules.recover(log, None, read_timercheck(files))

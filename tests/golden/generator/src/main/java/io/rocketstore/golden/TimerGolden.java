@@ -117,7 +117,13 @@ public final class TimerGolden {
                 Thread.sleep(6000);   // the short timers fall due and are delivered
             }
             long delayMs = i < PHASE_A && i % 3 == 0 ? 1500 + 100L * (i % 7) : 600_000L + 45_000L * i;
-            sends.add(sendTimer(w, cfg, i, System.currentTimeMillis() + delayMs));
+            Map<String, Object> sent = sendTimer(w, cfg, i, System.currentTimeMillis() + delayMs, null);
+            sends.add(sent);
+            if (i >= PHASE_A && i % 10 == 5) {
+                // a cancel, as RecallMessageProcessor writes one: same due time, TIMER_DEL_UNIQKEY = the timer's
+                // UNIQ_KEY (appendTopicForTimerDeleteKey=false)
+                sends.add(sendTimer(w, cfg, i, (Long) sent.get("deliver_ms"), (String) sent.get("uniq_key")));
+            }
             if (i % 5 == 2) {
                 MessageExt plain = w.message(PLAIN_TOPIC, i % QUEUES, w.body(i, 40));
                 MessageAccessor.putProperty(plain, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -143,8 +149,8 @@ public final class TimerGolden {
     }
 
     /** HookUtils.transformTimerMessage (rocketmq-broker 5.5.1) on a TIMER_DELIVER_MS message, then put. */
-    static Map<String, Object> sendTimer(Generator.Writer w, MessageStoreConfig cfg, int i, long deliverMs)
-        throws Exception {
+    static Map<String, Object> sendTimer(Generator.Writer w, MessageStoreConfig cfg, int i, long deliverMs,
+                                         String deletes) throws Exception {
         int queueId = i % QUEUES;
         MessageExt m = w.message(TOPIC, queueId, w.body(i, 30 + i % 50));
         String uniq = MessageClientIDSetter.createUniqID();
@@ -154,6 +160,9 @@ public final class TimerGolden {
             MessageAccessor.putProperty(m, MessageConst.PROPERTY_TAGS, "TagT");
         }
         MessageAccessor.putProperty(m, MessageConst.PROPERTY_TIMER_DELIVER_MS, String.valueOf(deliverMs));
+        if (deletes != null) {
+            MessageAccessor.putProperty(m, MessageConst.PROPERTY_TIMER_DEL_UNIQKEY, deletes);
+        }
         // transformTimerMessage
         int precision = cfg.getTimerPrecisionMs();
         long outMs = deliverMs % precision == 0 ? deliverMs - precision : deliverMs / precision * precision;
@@ -165,6 +174,7 @@ public final class TimerGolden {
         AppendMessageResult r = w.put(m);
         Map<String, Object> s = new LinkedHashMap<>();
         s.put("i", i);
+        s.put("deletes", deletes);
         s.put("uniq_key", uniq);
         s.put("real_topic", TOPIC);
         s.put("real_queue_id", queueId);
@@ -301,6 +311,8 @@ public final class TimerGolden {
 
         // dequeue(): each slot from currReadTimeMs on, its chain lastPos -> prevPos, each unit's message
         List<Object> pending = new ArrayList<>();
+        List<Object> cancels = new ArrayList<>();
+        List<Object> cancelled = new ArrayList<>();
         TimerWheel wheel = timers.getTimerWheel();
         TimerLog log = timers.getTimerLog();
         int precision = cfg.getTimerPrecisionMs();
@@ -343,13 +355,35 @@ public final class TimerGolden {
                     p.put("uniq_key", msg.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX));
                     p.put("timer_out_ms", msg.getProperty(MessageConst.PROPERTY_TIMER_OUT_MS));
                     p.put("keys", msg.getKeys());
+                    p.put("del_key", msg.getProperty(MessageConst.PROPERTY_TIMER_DEL_UNIQKEY));
                 }
                 chain.add(0, p);   // dequeue: normalMsgStack.addFirst, delivered oldest first
                 pos = prev;
             }
-            pending.addAll(chain);
+            // dequeue: the slot's DELETE units (not ROLL) first, each adding its TIMER_DEL_UNIQKEY to the slot's
+            // delete list; a normal unit whose UNIQ_KEY (buildDeleteKey, appendTopicForTimerDeleteKey=false) is
+            // in it is not delivered (TimerDequeueGetMessageService)
+            java.util.Set<String> deleted = new java.util.HashSet<>();
+            for (Map<String, Object> p : chain) {
+                int magic = (Integer) p.get("magic");
+                if (timers.needDelete(magic) && !timers.needRoll(magic) && p.get("del_key") != null) {
+                    deleted.add((String) p.get("del_key"));
+                }
+            }
+            for (Map<String, Object> p : chain) {
+                int magic = (Integer) p.get("magic");
+                if (timers.needDelete(magic) && !timers.needRoll(magic)) {
+                    cancels.add(p);
+                } else if (p.get("uniq_key") != null && deleted.contains(p.get("uniq_key"))) {
+                    cancelled.add(p);
+                } else {
+                    pending.add(p);
+                }
+            }
         }
         out.put("pending", pending);
+        out.put("cancel_units", cancels);
+        out.put("cancelled", cancelled);
 
         // timer messages in rmq_sys_wheel_timer/0 past currQueueOffset: enqueued on restart (the rest of the backlog)
         List<Object> backlog = new ArrayList<>();
