@@ -209,12 +209,11 @@ def _cut_timers(layout: StoreLayout, settings: BrokerSettings, end: int | None, 
     from rocketstore_spark.lookup.timers import timers
     from rocketstore_spark.rocketmq.timers import cut
     from rocketstore_spark.store.timers import TIMER_TOPIC, read_wheel_slots
-    if layout.files.root is None or end is None:
+    files = layout.files
+    if files.root is None or end is None or not (files.timerlog_files() or files.timerwheel_path.is_file()
+                                                 or files.timercheck_path.is_file()):
         return None
     t = timers(layout)
-    if not t.present:
-        return None
-    files = layout.files
     plan = cut(t.timerlog, read_wheel_slots(files.timerwheel_path), t.check, end,
                repaired.get((TIMER_TOPIC, 0), (0, 0))[1])
     lost = t.pending.filter(pc.greater(pc.add(t.pending["physical_offset"], pc.cast(t.pending["size"], "int64")), end))
