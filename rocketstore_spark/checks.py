@@ -42,6 +42,7 @@ INDEX = "IndexFiles"
 STATE = "Checkpoint and shutdown state"
 OFFSETS = "Consumer offsets"
 REBUILD = "Rebuild"
+TIMERS = "Timer files (5.x timerWheelEnable)"
 
 CATALOGUE: tuple[Check, ...] = (
     Check("commitlog.bad_magic", _E, RECORDS,
@@ -438,6 +439,33 @@ CATALOGUE: tuple[Check, ...] = (
           "— (the broker validates topic names when messages are sent; such a record is damage or a foreign "
           "write)",
           "its queues are not rebuilt; the rest are"),
+    Check("timers.unit_past_log_end", _E, TIMERS,
+          "a TimerLog unit that recovery keeps names a message (offset_py + size_py) that ends past the end of "
+          "the CommitLog (a log cut by a crash or a repair, the TimerLog left as it was)",
+          "recover() never compares a unit with the CommitLog: the unit stays in its wheel slot; when the slot "
+          "falls due the message is read at that offset — nothing (the timer is skipped) until the broker has "
+          "written past it, then whatever lies there: another timer delivered early, or a record without "
+          "REAL_QID that stalls the dequeue (docs/format/timers.md)",
+          "finding at the unit; `rocketstore recover plan` cuts the TimerLog and rewrites the wheel with the log "
+          "(action cut_timers) and lists the timers lost (lost-timers.parquet)"),
+    Check("timers.unit_not_timer_message", _E, TIMERS,
+          "a TimerLog unit that recovery keeps names bytes of the log (offset_py, size_py) that are not a record "
+          "of `rmq_sys_wheel_timer` with that TOTALSIZE",
+          "the dequeue decodes whatever is there (StoreUtil.getMessage): a failed decode skips the timer, another "
+          "record is put back to a REAL_TOPIC it may not have (docs/format/timers.md)",
+          "finding at the unit; the timer it stood for is not delivered as sent"),
+    Check("timers.bad_unit", _E, TIMERS,
+          "the TimerLog's walk (unit by unit from each file's start) ends at bytes that are not zero: a bad magic "
+          "(a bit above the low four), a size other than 52, a torn unit",
+          "recover() ends the TimerLog there and truncates it (truncateDirtyFiles): the units after it, and the "
+          "later files, are lost; their timers are not delivered (docs/format/timers.md)",
+          "finding at the position; the units before it are read"),
+    Check("timers.slot_past_timerlog_end", _W, TIMERS,
+          "after RocketMQ's recovery of the TimerLog, a live wheel slot still ends its chain at or past the "
+          "TimerLog's end",
+          "the dequeue of that slot reads past the TimerLog's data: nothing, or, once new units are written "
+          "there, another slot's chain (docs/format/timers.md)",
+          "finding at the slot"),
 )
 
 CHECKS: dict[str, Check] = {c.id: c for c in CATALOGUE}

@@ -72,7 +72,7 @@ def recover_plan(store, output, reset_offsets_past_end, broker_conf, rocketmq_ve
     else:
         line(f"Plan for {plan['store']} (RocketMQ {plan['rocketmq_version']}) written to {output}/plan.json")
         for k, a in enumerate(plan["actions"], 1):
-            detail = ", ".join(f"{key} {val}" for key, val in a.items() if key not in ("action", "offsets"))
+            detail = ", ".join(f"{key} {val}" for key, val in a.items() if key not in ("action", "offsets", "wheel_slots", "touched"))
             line(f"  {k}. {a['action']}: {detail}")
             for o in a.get("offsets", ()):
                 line(f"       {o['consumer_group']} {o['topic']}/{o['queue_id']}: {o['before']} -> {o['after']}")

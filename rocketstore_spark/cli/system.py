@@ -1,4 +1,4 @@
-"""``rocketstore system delayed | transactions | retries``: the system topics' state an operator asks for after
+"""``rocketstore system delayed | transactions | retries | timers``: the system topics' state an operator asks for after
 an incident (CLI, in-process, read-only; the answers are ``lookup.system_topics``')."""
 from __future__ import annotations
 
@@ -203,3 +203,61 @@ def retries_cmd(stores, group, messages, limit, as_json):
             _more(listed.num_rows, limit)
         _met(name, met, limit)
     _exit([f for *_, met in out for f in met])
+
+
+@system.command("timers")
+@click.argument("stores", nargs=-1, required=True)
+@messages_option
+@limit_option
+@click.option("--timer-precision-ms", type=int, default=1000, show_default=True, help="the broker's timerPrecisionMs")
+@json_option
+def timers_cmd(stores, messages, limit, timer_precision_ms, as_json):
+    """Timers not yet delivered (5.x timerWheelEnable): the TimerLog and timer wheel as RocketMQ's timer store
+    recovers them on a restart, each pending timer with its due time and real topic, plus the timer messages
+    of rmq_sys_wheel_timer it has not enqueued yet; timercheck's fields.
+
+    \b
+    Example:
+      rocketstore system timers tests/golden/timers-5.5.1/crash/store --messages
+    """
+    from rocketstore_spark.lookup.timers import timers
+    found = []
+    for layout in layouts(stores):
+        met: list = []
+        found.append((layout.name, timers(layout, precision_ms=timer_precision_ms, findings=met), met))
+
+    def summary(t) -> dict:
+        rec = t.recovered
+        return {"timercheck": t.check.__dict__ if t.check else None, "timerlog_files": len(t.timerlog.files),
+                "timerlog_units": t.timerlog.units.num_rows, "timerlog_end": rec.process_offset if rec else None,
+                "curr_read_time_ms": rec.curr_read_time_ms if rec else None,
+                "resume_queue_offset": t.resume_queue_offset, "pending": t.pending.num_rows,
+                "unreadable_units": t.unreadable.num_rows, "timing_count": t.metrics}
+    if as_json:
+        emit_json({"stores": [{"store": name, **summary(t), **({"timers": _rows(t.pending)} if messages else {}),
+                               "findings": [f.as_row() for f in met]} for name, t, met in found]})
+        _exit([f for *_, met in found for f in met])
+    for name, t, met in found:
+        if not t.present:
+            line(f"{name}: no timer files (timerlog/, timerwheel, config/timercheck)")
+            continue
+        s = summary(t)
+        rows = _rows(t.pending)
+        due = [r["due_time"] for r in rows]
+        line(f"{name}: {s['pending']:,} timer(s) pending"
+             + (f", due {utc_time(min(due))} to {utc_time(max(due))}" if due else "")
+             + f"; TimerLog {s['timerlog_units']:,} unit(s) in {s['timerlog_files']} file(s), recovery ends it at "
+             f"{s['timerlog_end']:,}; reading resumes at {utc_time(s['curr_read_time_ms'])}, enqueueing at "
+             f"rmq_sys_wheel_timer/0 offset {s['resume_queue_offset']}")
+        if t.unreadable.num_rows:
+            line(f"{t.unreadable.num_rows:,} unit(s) of the wheel's chains point to no timer message of the "
+                 "CommitLog (RocketMQ skips them, or reads whatever the log holds there later)")
+        if messages:
+            table("pending timers", ["due", "source", "real topic", "queue", "physical offset", "timerlog offset",
+                                     "uniq key", "keys"],
+                  [(utc_time(r["due_time"]), r["source"], r["real_topic"], r["real_queue_id"], r["physical_offset"],
+                    r["timerlog_offset"], r["uniq_key"], " ".join(r["keys"] or [])) for r in rows[:limit]],
+                  numeric={"queue", "physical offset", "timerlog offset"})
+            _more(len(rows), limit)
+        _met(name, met, limit)
+    _exit([f for *_, met in found for f in met])

@@ -65,7 +65,11 @@ def sources() -> tuple:
     from rocketstore_spark.datasource.segments import SegmentsDataSource
     from rocketstore_spark.datasource.system_topics import (DelayedPendingDataSource, RetriesDataSource,
                                                             TransactionsDataSource)
+    from rocketstore_spark.datasource.timers import (PendingTimersDataSource, TimerLogDataSource,
+                                                     TimerWheelDataSource)
     return (RocketMQDataSource, SegmentsDataSource, ConsumeQueueDataSource, IndexDataSource, IndexHeaderDataSource,
             CheckpointDataSource, ConsumerOffsetsDataSource, TopicsDataSource, SubscriptionGroupsDataSource,
             DelayOffsetsDataSource, DelayedPendingDataSource, TransactionsDataSource, RetriesDataSource,
-            DLedgerIndexDataSource, DLedgerCheckpointDataSource, BatchConsumeQueueDataSource)
+            DLedgerIndexDataSource, DLedgerCheckpointDataSource, BatchConsumeQueueDataSource,
+            TimerLogDataSource, TimerWheelDataSource,
+            PendingTimersDataSource)

@@ -147,3 +147,16 @@ class IndexOptions(Options):
 
     def _parse(self, opts):
         self._set("hash_slot_num", _int(opts.get("hashslotnum"), "hashSlotNum", None, 1))
+
+
+@dataclass(frozen=True, init=False)
+class TimersOptions(Options):
+    """``rocketmq_timerlog``, ``rocketmq_timerwheel``, ``rocketmq_timers_pending``: timerPrecisionMs (the
+    broker's, default 1000); storePathCommitLog (a multi-path CommitLog's directories)."""
+    timer_precision_ms: int
+
+    SOURCE = "rocketmq_timers_pending"
+    KNOWN = ("path", "paths", "timerPrecisionMs", "storePathCommitLog")
+
+    def _parse(self, opts):
+        self._set("timer_precision_ms", _int(opts.get("timerprecisionms"), "timerPrecisionMs", 1000, 1))

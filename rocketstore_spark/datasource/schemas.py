@@ -10,7 +10,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Int
                                StructField, StructType, TimestampType)
 
 from rocketstore_spark.codec import record_schema
+from rocketstore_spark.lookup import timers as lookup_timers
 from rocketstore_spark.rocketmq import system_topics
+from rocketstore_spark.store import timers as store_timers
 
 _SCALARS = {"STRING": StringType(), "INT": IntegerType(), "BIGINT": LongType(), "BOOLEAN": BooleanType(),
             "BINARY": BinaryType(), "TIMESTAMP": TimestampType()}
@@ -100,6 +102,11 @@ def _with_store(arrow_schema) -> StructType:
 DELAYED_PENDING_SCHEMA = _with_store(system_topics.PENDING_DELAYED_SCHEMA)
 TRANSACTIONS_SCHEMA = _with_store(system_topics.TRANSACTIONS_SCHEMA)
 RETRIES_SCHEMA = _with_store(system_topics.RETRIES_SCHEMA)
+
+# the timer store (store.timers, lookup.timers)
+TIMERLOG_SCHEMA = _with_store(store_timers.TIMERLOG_SCHEMA)
+TIMERWHEEL_SCHEMA = _with_store(store_timers.TIMERWHEEL_SCHEMA)
+PENDING_TIMERS_SCHEMA = _with_store(lookup_timers.PENDING_TIMERS_SCHEMA)
 
 
 def _split_top(text: str, sep: str) -> list[str]:

@@ -277,7 +277,8 @@ def stage(plan: Plan, staging: Path, settings: BrokerSettings, link: bool) -> di
     counts |= {"consumequeues": len(queues), "index_files": len(index_files),
                "rebuild_findings": [f.as_row() for f in findings if f.severity != "info"],
                "kept_queues": _keep_queues(plan, store, staging),
-               "offsets_reset": _reset_offsets(plan, store, staging)}
+               "offsets_reset": _reset_offsets(plan, store, staging),
+               "timer_slots_rewritten": _cut_timers(plan, staging)}
     last_ms = _last_store_time(staged)
     original = read_checkpoint(layout.files).checkpoint
     index_ms = _newest_index_end(staged.files, index_files)
@@ -318,6 +319,39 @@ def _reset_offsets(plan: Plan, store: Path, staging: Path) -> int:
         publish(tmp, bak)
     write_text(main, config_json.with_consumer_offsets(text, offsets))
     return len(offsets)
+
+
+def _cut_timers(plan: Plan, staging: Path) -> int:
+    """The plan's ``cut_timers`` on the staged copies of the timer files: the TimerLog files past its new end
+    removed, the one holding it zero-filled from there, the wheel slots rewritten (32 bytes each, big-endian),
+    timercheck's fields rewritten in place; how many slots."""
+    act = plan.action("cut_timers")
+    if act is None:
+        return 0
+    for rel in act["timerlog_deleted"]:
+        (staging / rel).unlink(missing_ok=True)
+    if act["timerlog_cut"]:
+        path = staging / act["timerlog_cut"]["file"]
+        tmp = temporary(path)
+        _copy_cut(str(path), tmp, act["timerlog_cut"]["at"])
+        publish(tmp, path)
+    if act["wheel"]:
+        with open(staging / act["wheel"], "r+b") as f:
+            for index, *values in act["wheel_slots"]:
+                f.seek(index * 32)
+                f.write(struct.pack(">qqqii", *values))
+            f.flush()
+            os.fsync(f.fileno())
+    if act["timercheck"]:
+        at = {"last_read_time_ms": 0, "last_timerlog_flush_pos": 8, "last_timer_queue_offset": 16,
+              "master_timer_queue_offset": 24}
+        with open(staging / act["timercheck"], "r+b") as f:
+            for name, value in act["timercheck_fields"].items():
+                f.seek(at[name])
+                f.write(struct.pack(">q", value))
+            f.flush()
+            os.fsync(f.fileno())
+    return len(act["wheel_slots"])
 
 
 def _link(src: str, dst: Path) -> bool:

@@ -5,6 +5,8 @@ A plan directory holds
 
     plan.json               ``Plan``: what ``recovery.plan.make_plan`` decided (type rocketstore-spark/repair-plan)
     lost-messages.parquet   the export of the messages the repair loses
+    lost-timers.parquet     the timers a restart would have delivered whose message the cut loses (a store with
+                            timer files; action ``cut_timers``)
     apply.json              ``Journal``: how far ``recovery.apply`` got (type rocketstore-spark/repair-journal)
 
 ``apply_plan`` and ``rollback`` return a ``Receipt`` (the journal when they finished, with the time taken).
@@ -21,7 +23,8 @@ Plan (version 4) fields:
     export          the export file, its message count and sha256
     inventory       every file of the store: relative path -> [size, mtime_ns]
     checksums       the sha256 of every store file the actions change
-    actions         in order: export, cut, delete, rebuild, keep_queues, reset_offsets, write_checkpoint, remove
+    actions         in order: export, cut, delete, rebuild, keep_queues, reset_offsets, cut_timers,
+                    write_checkpoint, remove
                     (``recovery.plan``)
     queues          the queues the restart keeps as RocketMQ's own files say, with the min and max offset the
                     repaired store must give each (``recovery.plan.kept_queues``): apply's gate compares them
@@ -45,6 +48,7 @@ from rocketstore_spark.documents import Document
 
 PLAN = "plan.json"
 EXPORT = "lost-messages.parquet"
+LOST_TIMERS = "lost-timers.parquet"
 JOURNAL = "apply.json"
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from rocketstore_spark.codec.commitlog import MAX_SEGMENT_SIZE
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.lookup.export import Slice, export
-from rocketstore_spark.recovery.documents import EXPORT, Plan, plan_path
+from rocketstore_spark.recovery.documents import EXPORT, LOST_TIMERS, Plan, plan_path
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.rocketmq.recovery import Simulation, first_entry_at_or_above
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
@@ -197,6 +197,54 @@ def _offsets_past_end(layout: StoreLayout, repaired: Bounds) -> tuple[str | None
     return (layout.files.relative(read.source) if read.source else None), out
 
 
+def _cut_timers(layout: StoreLayout, settings: BrokerSettings, end: int | None, repaired: Bounds,
+                out: Path) -> dict | None:
+    """The ``cut_timers`` action (None when the store has no timer files or they need no change): the TimerLog
+    and timer wheel cut to the CommitLog's new ``end`` (``rocketmq.timers.cut``: docs/format/timers.md says
+    what RocketMQ does with them otherwise), and ``OUTPUT/lost-timers.parquet``: the timers a restart would
+    have delivered whose message the cut loses (``lookup.timers``: due time, real topic and queue, uniq key)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from rocketstore_spark.lookup.timers import timers
+    from rocketstore_spark.rocketmq.timers import cut
+    from rocketstore_spark.store.timers import TIMER_TOPIC, read_wheel_slots
+    files = layout.files
+    if files.root is None or end is None or not (files.timerlog_files() or files.timerwheel_path.is_file()
+                                                 or files.timercheck_path.is_file()):
+        return None
+    t = timers(layout)
+    plan = cut(t.timerlog, read_wheel_slots(files.timerwheel_path), t.check, end,
+               repaired.get((TIMER_TOPIC, 0), (0, 0))[1])
+    lost = t.pending.filter(pc.greater(pc.add(t.pending["physical_offset"], pc.cast(t.pending["size"], "int64")), end))
+    if not plan.changes and not lost.num_rows:
+        return None
+    lost_file = out / LOST_TIMERS
+    pq.write_table(lost, lost_file)
+    touched = [files.relative(files.timerlog_dir / name) for name in
+               [*plan.files_deleted, *([plan.file_cut[0]] if plan.file_cut else [])]]
+    if plan.slots:
+        touched.append(files.relative(files.timerwheel_path))
+    if plan.timercheck:
+        touched.append(files.relative(files.timercheck_path))
+    return {"action": "cut_timers", "timerlog_end": plan.end,
+            "timerlog_cut": None if plan.file_cut is None else {
+                "file": files.relative(files.timerlog_dir / plan.file_cut[0]), "at": plan.file_cut[1]},
+            "timerlog_deleted": [files.relative(files.timerlog_dir / n) for n in plan.files_deleted],
+            "units_dropped": int(len(plan.dropped)),
+            "wheel": files.relative(files.timerwheel_path) if plan.slots else None,
+            "wheel_slots": [list(s) for s in plan.slots],
+            "timercheck": files.relative(files.timercheck_path) if plan.timercheck else None,
+            "timercheck_fields": plan.timercheck,
+            "lost_timers": {"file": LOST_TIMERS, "timers": lost.num_rows, "sha256": sha256(lost_file)},
+            "touched": touched,
+            "why": "TimerLog units past the cut point into a log that will be rewritten: RocketMQ's restart keeps "
+                   "them (it never compares a unit with the CommitLog), and once the broker writes past the cut "
+                   "it reads whatever lies there when their slot falls due; units whose message is gone are "
+                   "dropped, the wheel slots that referred to them rewritten from the units kept, timercheck "
+                   "brought within the new ends"}
+
+
 def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
               broker_conf: str | None = None, release_family: str | None = None,
               reset_offsets_past_end: bool = False) -> dict:
@@ -288,6 +336,10 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
             f"store ({named}{' ...' if len(past_end) > 3 else ''}): those consumers would skip the messages that "
             "will take the offsets between. Make the plan with --reset-offsets-past-end to rewrite them to the new "
             "max offset (the file before kept as .bak, as the broker keeps it).")
+    timers_action = _cut_timers(layout, settings, po, repaired, out)
+    if timers_action is not None:
+        actions.append(timers_action)
+        touched += [root / f for f in timers_action["touched"]]
     for path in (layout.files.checkpoint_path, layout.files.abort_path):
         if path is not None and path.exists():
             touched.append(path)

@@ -39,6 +39,7 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
+from rocketstore_spark.verify.timers import check_timers
 from rocketstore_spark.verify.store import (has_consume_queue_ext, index_views, relative, segment_locator,
                                             segment_names, store_root)
 
@@ -187,6 +188,7 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         last_ms = int(last_ts.timestamp() * 1000) if last_ts else None
         rep.findings += check_state(layout.files, LogState(last_ms, rep.log.end),
                                     views[-1].header["end_timestamp"] if views else None)
+        rep.findings += check_timers(layout, rep.log.end)          # the timer files against the log (driver)
         rep.offsets = check_offsets(layout, {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
                                              for q in rep.queues if q["files"]})
         rep.findings += rep.offsets.findings

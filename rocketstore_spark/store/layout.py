@@ -42,6 +42,7 @@ BATCHCONSUMEQUEUE = "batchconsumequeue"
 CHECKPOINT, ABORT, ABORT_BAK, LOCK = "checkpoint", "abort", "abort.bak", "lock"
 FIVE_X_DIRECTORIES = ("rocksdbstore", "compaction", "timerwheel", "timerlog")   # written by 5.x brokers only
 CONSUME_QUEUE_EXT = "consumequeue_ext"                                          # enableConsumeQueueExt
+TIMERLOG, TIMERWHEEL, TIMERCHECK, TIMERMETRICS = "timerlog", "timerwheel", "timercheck", "timermetrics"  # store.timers
 
 
 DLEDGER_PREFIX, DLEDGER_DATA, DLEDGER_INDEX = "dledger-", "data", "index"   # dledger-<selfId>/data/, index/
@@ -289,3 +290,29 @@ class StoreMap:
 
     def delay_offsets_paths(self) -> tuple[Path, Path] | tuple[()]:
         return self.config_paths(DELAY_OFFSETS)
+
+    # ------------------------------------------------------------------------- timers (store.timers)
+
+    @property
+    def timerlog_dir(self) -> Path | None:
+        return self._under_root(TIMERLOG)
+
+    @property
+    def timerwheel_path(self) -> Path | None:
+        return self._under_root(TIMERWHEEL)
+
+    @property
+    def timercheck_path(self) -> Path | None:
+        return self.config_path(TIMERCHECK)
+
+    def timermetrics_paths(self) -> tuple[Path, Path] | tuple[()]:
+        return self.config_paths(TIMERMETRICS)
+
+    def timerlog_files(self) -> list[tuple[int, Path]]:
+        """(base offset, path) of every TimerLog file, by offset (names that are not 20 digits are skipped, as
+        MappedFileQueue.load would fail on them)."""
+        d = self.timerlog_dir
+        if d is None or not d.is_dir():
+            return []
+        return sorted((int(e.name), Path(e.path)) for e in os.scandir(d)
+                      if OFFSET_NAME.match(e.name) and is_regular_file(e.path))

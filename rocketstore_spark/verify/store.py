@@ -55,6 +55,7 @@ from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offse
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
 from rocketstore_spark.verify.rocksdb_queues import check_rocksdb_queues
 from rocketstore_spark.verify.state import LogState, check_state
+from rocketstore_spark.verify.timers import check_timers
 
 
 @dataclass
@@ -351,6 +352,7 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
         findings += [finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry")
                      for v in views if v.geometry is None]
         log = log_bounds(layout, scans)
+        findings += check_timers(layout, log.end)
         keys = spill.wait().keys() if spill is not None else None
         # then the IndexFiles on the pool while this thread checks the queues, a queue group at a time
         checked = [pool.submit(check_index_file, layout, v, root, settings.geometry, settings.release,

@@ -9,6 +9,7 @@
     python tests/golden/regenerate.py --dledger --out /tmp/golden  # only the DLedger CommitLog stores (dledger-5.5.1/)
     python tests/golden/regenerate.py --rocksdb --out /tmp/golden  # only rocksdb-5.5.1/ (storeType=defaultRocksDB)
     python tests/golden/regenerate.py --batchcq --out /tmp/golden  # only batchcq-5.5.1/ (queue.type=BatchCQ, inner batches)
+    python tests/golden/regenerate.py --timers --out /tmp/golden   # only timers-5.5.1/ (TimerMessageStore)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -87,11 +88,12 @@ def require_tools() -> None:
             raise GoldenError(f"'{tool}' not found on PATH: the golden generator needs {hint}")
 
 
-def build(version: str, rocksdb: bool = False) -> str:
+def build(version: str, rocksdb: bool = False, timers: bool = False) -> str:
     """Compile the generator against rocketmq-store ``version`` (``rocksdb``: with RocksDBGolden and the
-    rocketmq-broker jar, pom profile "rocksdb"); returns the runtime classpath."""
+    rocketmq-broker jar, pom profile "rocksdb"; ``timers``: with TimerGolden, pom profile "timers");
+    returns the runtime classpath."""
     cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", *(["-Drocksdb"] if rocksdb else []),
-           "package", "dependency:build-classpath"]
+           *(["-Dtimers"] if timers else []), "package", "dependency:build-classpath"]
     proc = subprocess.run(cmd, cwd=GENERATOR, capture_output=True, text=True)
     if proc.returncode != 0:
         out = proc.stdout + proc.stderr
@@ -99,7 +101,7 @@ def build(version: str, rocksdb: bool = False) -> str:
             raise GoldenError(f"RocketMQ {version} could not be resolved from Maven Central "
                               f"(org.apache.rocketmq:rocketmq-store:{version}). Is it a released version?\n{out[-2000:]}")
         raise GoldenError(f"building the generator for RocketMQ {version} failed:\n{out[-4000:]}")
-    target = GENERATOR / "target" / (f"{version}-rocksdb" if rocksdb else version)
+    target = GENERATOR / "target" / (f"{version}-rocksdb" if rocksdb else f"{version}-timers" if timers else version)
     return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
 
 
@@ -749,6 +751,65 @@ def generate_batchcq(out: Path, scratch: Path) -> list[str]:
     return names
 
 
+# -------------------------------------------------------------------------------------- timer stores
+
+TIMERS_VERSION = "5.5.1"
+TIMERS_FOLDER = f"timers-{TIMERS_VERSION}"   # not rocketmq-*: the classic golden tests do not apply to it
+#: RocketMQ's timerwheel file is 7 days x 86,400 slots x 2 x 32 bytes (38.7 MB whatever the settings), almost
+#: all zero: it is committed gzip-compressed, and tests unpack it into a copy of the store (tests/golden/timers.py)
+TIMER_WHEEL_GZ = "timerwheel.gz"
+
+
+def generate_timers(out: Path, scratch: Path, version: str = TIMERS_VERSION) -> list[str]:
+    """``timers-<version>/{clean,crash}/``: DefaultMessageStore with RocketMQ's TimerMessageStore attached
+    (TimerGolden write), timers delivered during the run and timers pending at the end; the manifest is
+    TimerGolden view on a copy: timercheck, every wheel slot and timerlog unit as RocketMQ reads them, its
+    recover() and the timers it would deliver, plus what the writer sent."""
+    import gzip
+    root = out / f"timers-{version}"
+    if root.exists():
+        shutil.rmtree(root)
+    print(f"== RocketMQ {version}: building the generator (timers)", file=sys.stderr)
+    classpath = build(version, timers=True)
+    names = []
+    for mode in ("clean", "crash"):
+        scenario = root / mode
+        store = scenario / "store"
+        store.mkdir(parents=True)
+        sent = scratch / f"timers-{mode}-sent.json"
+        view = scratch / f"timers-{mode}-view.json"
+        run(classpath, "write", "--store", str(store), "--mode", mode, "--out", str(sent),
+            main="io.rocketstore.golden.TimerGolden")
+        run(classpath, "view", "--store", str(store), "--work", str(scratch / "timers-work"), "--out", str(view),
+            main="io.rocketstore.golden.TimerGolden")
+        seen = json.loads(view.read_text())
+        wheel = store / "timerwheel"
+        raw = wheel.read_bytes()
+        with gzip.GzipFile(store / TIMER_WHEEL_GZ, "wb", mtime=0) as gz:
+            gz.write(raw)
+        wheel.unlink()
+        manifest = {
+            "scenario": mode,
+            "description": "DefaultMessageStore + TimerMessageStore (timerWheelEnable, dequeue running as on a "
+                           "master): timers due within seconds (delivered to TimerTopic during the run) and timers "
+                           "due 10-70 minutes later (pending), plus PlainTopic records; then "
+                           + ("shut down normally." if mode == "clean" else "the JVM halted without shutdown."),
+            "rocketmq_version": version,
+            "store": "store",
+            "timerwheel": {"file": TIMER_WHEEL_GZ, "unpacked_size": len(raw),
+                           "sha256": hashlib.sha256(raw).hexdigest()},
+            "not_reproducible": NOT_REPRODUCIBLE,
+            "written": {k: v for k, v in json.loads(sent.read_text()).items() if k != "sends"},
+            **{k: v for k, v in seen.items() if k != "rocketmq_version"},
+            "sends": json.loads(sent.read_text())["sends"],
+        }
+        (scenario / "manifest.json").write_text(compact_json(manifest))
+        print(f"   timers {mode}: {len(seen['timerlog_units'])} units, {len(seen['pending'])} pending, "
+              f"{len(seen['delivered'])} delivered", file=sys.stderr)
+        names.append(mode)
+    return names
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -772,6 +833,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"only the RocksDB ConsumeQueue stores ({ROCKSDB_FOLDER}/: storeType=defaultRocksDB)")
     parser.add_argument("--batchcq", action="store_true",
                         help=f"only the BatchConsumeQueue stores ({BATCHCQ_FOLDER}/: queue.type=BatchCQ, inner batches)")
+    parser.add_argument("--timers", action="store_true",
+                        help=f"only the timer stores ({TIMERS_FOLDER}/: TimerMessageStore's timerlog and wheel)")
     args = parser.parse_args(argv)
     try:
         require_tools()
@@ -790,6 +853,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.batchcq:
                 print(f"== {', '.join(generate_batchcq(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
+                return 0
+            if args.timers:
+                print(f"== {', '.join(generate_timers(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
                 return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:
