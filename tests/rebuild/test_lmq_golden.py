@@ -1,0 +1,97 @@
+"""LMQ multi-dispatch against RocketMQ 5.5.1's own stores (tests/golden/lmq-5.5.1, written with enableLmq +
+enableMultiDispatch by RocketMQ's DefaultMessageStore; manifests are RocketMQ's view after its own rebuild and
+restart): the rebuild writes every %LMQ% ConsumeQueue file byte-identical to RocketMQ's, a queue name read from
+the data never becomes a path unvalidated, and the work not mirrored yet stays refused."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rocketstore_spark.codec.lmq import SKIP_COUNT, SKIP_OFFSET, SKIP_SLASH, lmq_entries
+from rocketstore_spark.rebuild.output import rebuild_store
+from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store.engines import UnsupportedStore, Work
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "lmq-5.5.1"
+SCENARIOS = ("clean", "crash", "torn")
+
+
+def _units(out: Path, topic: str, queue_id: int, lo: int, hi: int, file_size: int) -> list:
+    rows = []
+    for off in range(lo, hi):
+        byte = off * 20
+        path = out / "consumequeue" / topic / str(queue_id) / f"{byte // file_size * file_size:020d}"
+        raw = path.read_bytes()[byte % file_size:byte % file_size + 20]
+        rows.append([off, int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:12], "big", signed=True),
+                     int.from_bytes(raw[12:], "big", signed=True)])
+    return rows
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_rebuilt_lmq_queues_are_rocketmqs(scenario, tmp_path):
+    manifest = json.loads((GOLDEN / scenario / "manifest.json").read_text())
+    out = tmp_path / "out"
+    result = rebuild_store(str(GOLDEN / scenario / "store"), out)
+    # RocketMQ's own rebuild (consumequeue/ deleted, restart): every %LMQ% file byte for byte, and no other
+    expected = manifest["rebuild"]["lmq_queue_files"]
+    assert expected
+    ours = {str(p.relative_to(out)): p.read_bytes() for p in (out / "consumequeue").glob("%LMQ%*/*/*")}
+    assert set(ours) == set(expected)
+    for rel, hexed in expected.items():
+        assert ours[rel] == bytes.fromhex(hexed), rel
+    # every queue's units, LMQ or not, as RocketMQ's ConsumeQueue and getMessage give them
+    size = manifest["geometry"]["mapped_file_size_consume_queue"]
+    for q in manifest["rebuild"]["queues"]:
+        units = _units(out, q["topic"], q["queue_id"], q["min_offset"], q["max_offset"], size)
+        assert units == q["units"], (q["topic"], q["queue_id"])
+        assert [u[1] for u in units] == [m[0] for m in q["messages"]]
+    # the names with '/' RocketMQ passes over: a finding with file and byte, never a directory
+    skipped = [f for f in result.findings if f.check == "rebuild.lmq_not_dispatched"]
+    assert skipped and all(f.file and "commitlog" in f.file and f.file_position is not None for f in skipped)
+    assert not any("bad" in p.name or "escape" in p.name for p in out.rglob("*"))
+
+
+def test_lmq_work_not_mirrored_yet_is_refused():
+    layout = discover(str(GOLDEN / "clean" / "store"))[0]
+    for work in (Work.CHECK_QUEUES, Work.RECOVER, Work.REPAIR, Work.REBUILD):    # REBUILD: the Spark rebuild's way
+        with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
+            layout.refuse(work)
+    layout.refuse(Work.REBUILD, frozenset({"LMQ multi-dispatch"}))              # rebuild_store's own way
+
+
+def _window(records: list[tuple[bytes, bytes]]):
+    """A buffer of (topic, properties) records and their spans."""
+    buf, tp, tl, pp, pl = b"", [], [], [], []
+    for topic, props in records:
+        tp.append(len(buf)); tl.append(len(topic)); buf += topic
+        pp.append(len(buf)); pl.append(len(props)); buf += props
+    a = lambda v: np.array(v, np.int64)        # noqa: E731
+    return np.frombuffer(buf, np.uint8), a(pp), a(pl), a(tp), a(tl)
+
+
+def _props(dispatch: bytes, offsets: bytes) -> bytes:
+    return b"INNER_MULTI_DISPATCH\x01" + dispatch + b"\x02INNER_MULTI_QUEUE_OFFSET\x01" + offsets + b"\x02"
+
+
+def test_kernel_follows_multi_dispatch_lmq_queue():
+    buf, pp, pl, tp, tl = _window([
+        (b"T", _props(b"%LMQ%a,%LMQ%b,", b"3,4")),           # trailing empty piece dropped, as String.split
+        (b"T", _props(b"%LMQ%a,%LMQ%b", b"3")),              # counts differ: nothing
+        (b"T", _props(b"%LMQ%a,x/y,%LMQ%c", b"5,6,7")),      # '/': passed over, the rest dispatched
+        (b"T", _props(b"%LMQ%a,%LMQ%b,%LMQ%c", b"8,zz,9")),   # Long.parseLong throws: no name from there on
+        (b"%RETRY%g", _props(b"%LMQ%a", b"1")),               # retry topics are not multi-dispatched
+        (b"T", _props(b"  ", b"1")),                          # blank
+        (b"T", _props(b"plain", b"2")),                       # not %LMQ%: the record's own queue id
+    ])
+    qid = np.array([7] * 7, np.int32)
+    rows, npos, nlen, offs, qids, bad, codes = lmq_entries(buf, pp, pl, tp, tl, qid, np.ones(7, np.bool_), True)
+    names = [bytes(buf[p:p + n]).decode() for p, n in zip(npos, nlen)]
+    assert list(zip(rows.tolist(), names, offs.tolist(), qids.tolist())) == [
+        (0, "%LMQ%a", 3, 0), (0, "%LMQ%b", 4, 0), (2, "%LMQ%a", 5, 0), (2, "%LMQ%c", 7, 0), (3, "%LMQ%a", 8, 0),
+        (6, "plain", 2, 7)]
+    assert list(zip(bad.tolist(), codes.tolist())) == [(1, SKIP_COUNT), (2, SKIP_SLASH), (3, SKIP_OFFSET)]
+    # not eligible (no entry of its own): nothing
+    assert len(lmq_entries(buf, pp, pl, tp, tl, qid, np.zeros(7, np.bool_), True)[0]) == 0
