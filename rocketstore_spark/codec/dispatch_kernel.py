@@ -228,6 +228,18 @@ class DispatchWindow:
     def num_rows(self) -> int:
         return len(self.physical_offset)
 
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every ConsumeQueue entry the window's records dispatch, in dispatch order (a record's own entry, then
+        its LMQ multi-dispatch entries): (record row, topic, queue id, QUEUEOFFSET); the entry's physical
+        offset, size and tagsCode are its record's."""
+        q = np.flatnonzero(self.queued)
+        if self.lmq_row is None or not len(self.lmq_row):
+            return q, self.topic[q], self.queue_id[q], self.queue_offset[q]
+        rows = np.r_[q, self.lmq_row]
+        order = np.lexsort((np.arange(len(rows)), rows))
+        return (rows[order], np.r_[self.topic[q], self.lmq_topic][order],
+                np.r_[self.queue_id[q], self.lmq_queue_id][order], np.r_[self.queue_offset[q], self.lmq_queue_offset][order])
+
 
 class DispatchDecoder(RecordDecoder):
     """A ``RecordDecoder`` whose batches are ``DispatchWindow``s instead of Arrow batches: the same walk, stops,

@@ -62,7 +62,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolv
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
-from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
@@ -120,19 +120,9 @@ class ConsumeQueueWriter:
 
     def add_window(self, window: DispatchWindow, topics: list[str]) -> None:
         """The entries of a ``DispatchWindow`` (topics named by ``topics``, the decoder's)."""
-        q = window.queued
-        if window.lmq_row is not None and len(window.lmq_row):
-            # each record's own entry, then its multi-dispatch entries (codec.lmq), in record order
-            rows = np.r_[np.flatnonzero(q), window.lmq_row]
-            order = np.lexsort((np.arange(len(rows)), rows))
-            r = rows[order]
-            self.add_entries(topics, np.r_[window.topic[q], window.lmq_topic][order],
-                             np.r_[window.queue_id[q], window.lmq_queue_id][order],
-                             np.r_[window.queue_offset[q], window.lmq_queue_offset][order],
-                             window.physical_offset[r], window.size[r], window.tags_code[r])
-            return
-        self.add_entries(topics, window.topic[q], window.queue_id[q], window.queue_offset[q],
-                         window.physical_offset[q], window.size[q], window.tags_code[q])
+        rows, topic, queue_id, queue_offset = window.entries()
+        self.add_entries(topics, topic, queue_id, queue_offset, window.physical_offset[rows], window.size[rows],
+                         window.tags_code[rows])
 
     def add_entries(self, topics: list[str], topic, queue_id, queue_offset, physical_offset, size, tags_code) -> None:
         """Entries of any queues in dispatch order: per entry its topic (an index into ``topics``), queue id,
@@ -465,7 +455,7 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
 
 ROCKSDB_STORE_TYPE = "defaultRocksDB"
 ROCKSDB_REBUILT = frozenset({"RocksDB ConsumeQueue"})        # rebuild_store's own way (the engine's name)
-LMQ_REBUILT = frozenset({"LMQ multi-dispatch"})              # rebuilt as RocketMQ dispatches it (codec.lmq)
+LMQ_REBUILT = frozenset({LMQ_ENGINE})              # rebuilt as RocketMQ dispatches it (codec.lmq)
 ROCKSDB_NOTE = ("RocksDB ConsumeQueue store (storeType=defaultRocksDB): written are classic ConsumeQueue files of "
                 "every valid record and the IndexFiles, for the differences against the database below. RocketMQ in "
                 "RocksDB mode reads no ConsumeQueue files (and refuses to start with both layouts): they are not a "

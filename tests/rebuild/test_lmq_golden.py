@@ -14,6 +14,7 @@ from rocketstore_spark.codec.lmq import SKIP_COUNT, SKIP_OFFSET, SKIP_SLASH, lmq
 from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.engines import UnsupportedStore, Work
+from rocketstore_spark.verify.store import verify_store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "lmq-5.5.1"
 SCENARIOS = ("clean", "crash", "torn")
@@ -54,12 +55,41 @@ def test_rebuilt_lmq_queues_are_rocketmqs(scenario, tmp_path):
     assert not any("bad" in p.name or "escape" in p.name for p in out.rglob("*"))
 
 
+@pytest.mark.parametrize("scenario", ("clean", "crash"))
+def test_verify_checks_the_lmq_queues_and_their_lag(scenario):
+    """Every queue, %LMQ% ones included, checked against its records with nothing to report, its bounds those
+    RocketMQ's restart gives; the lag follows lmqConsumerOffset.json as the broker's LmqConsumerOffsetManager
+    decodes it."""
+    manifest = json.loads((GOLDEN / scenario / "manifest.json").read_text())
+    verdict = verify_store(str(GOLDEN / scenario / "store"))
+    assert not [f for q in verdict.queues for f in q.findings]
+    ours = {(q.topic, q.queue_id): (q.min_offset, q.max_offset) for q in verdict.queues}
+    theirs = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in manifest["recovery"]["queues"]}
+    assert ours == theirs and any(t.startswith("%LMQ%") for t, _ in ours)
+    lags = {(x.topic, x.consumer_group, x.queue_id): x for x in verdict.offsets.lags}
+    assert {k: x.consumer_offset for k, x in lags.items()} == {(t, g, q): o for t, g, q, o in manifest["consumer_offsets"]}
+    for (topic, _, queue_id), x in lags.items():
+        assert x.max_offset == theirs[(topic, queue_id)][1]
+        assert x.status == ("beyond_max" if x.consumer_offset > x.max_offset else "in_range")
+    assert [f.check for f in verdict.findings if f.check.startswith("offsets.")] == ["offsets.beyond_max"]
+
+
+def test_verify_reports_lmq_entries_the_records_no_longer_name():
+    """torn: zeroed bytes in a record's properties; RocketMQ's rebuild no longer dispatches it to the %LMQ% queues
+    it named (the manifest's rebuild view), so the store's entries from there on are findings with file and byte."""
+    verdict = verify_store(str(GOLDEN / "torn" / "store"))
+    lmq = [f for q in verdict.queues if q.topic.startswith("%LMQ%") for f in q.findings]
+    assert lmq and all(f.file and f.file_position is not None for f in lmq)
+    assert {f.check for f in lmq} >= {"consumequeue.entry_mismatch"}
+
+
 def test_lmq_work_not_mirrored_yet_is_refused():
     layout = discover(str(GOLDEN / "clean" / "store"))[0]
     for work in (Work.CHECK_QUEUES, Work.RECOVER, Work.REPAIR, Work.REBUILD):    # REBUILD: the Spark rebuild's way
         with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
             layout.refuse(work)
     layout.refuse(Work.REBUILD, frozenset({"LMQ multi-dispatch"}))              # rebuild_store's own way
+    assert not layout.refused(Work.CHECK_QUEUES, frozenset({"LMQ multi-dispatch"}))   # verify_store's
 
 
 def _window(records: list[tuple[bytes, bytes]]):
