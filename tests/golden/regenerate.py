@@ -665,12 +665,22 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
     main = "io.rocketstore.golden.RocksDBGolden"
     folder = out / ROCKSDB_FOLDER
     names = []
-    for mode in ("clean", "crash", "torn"):
+    for mode in modes:
         sdir = folder / mode
         shutil.rmtree(sdir, ignore_errors=True)
         store = sdir / "store"
         surgery = []
-        if mode == "torn":
+        if mode == "cut":
+            # the crash store with a record's body zeroed: its BODYCRC fails, so recovery cuts the log there
+            # and truncates every queue, the %LMQ% ones too, to the records before it
+            shutil.copytree(folder / "crash" / "store", store)
+            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
+            with open(segment, "r+b") as f:
+                f.seek(LMQ_CUT_AT)
+                f.write(bytes(16))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_CUT_AT,
+                        "length": 16}]
+        elif mode == "torn":
             # the clean store as a crash leaves it with a record of its last segment torn: the log then ends
             # before the database's dispatch checkpoint, and RocketMQ truncates the queues' maxes
             shutil.copytree(folder / "clean" / "store", store)
@@ -714,22 +724,35 @@ LMQ_OFFSETS = ("%LMQ%alpha@%LMQ%alpha/0=5", "%LMQ%beta@%LMQ%reader/0=3", "%LMQ%g
 LMQ_TORN_AT = 30000     # torn: 64 zero bytes at this position of the crash store's last written segment (a record's properties)
 
 
-def generate_lmq(out: Path, scratch: Path) -> list[str]:
-    """``lmq-5.5.1/{clean,crash,torn}``: RocketMQ's DefaultMessageStore with enableLmq + enableMultiDispatch
-    writes them (LmqGolden write; crash halts without shutdown; torn is the crash store with a record of its last
-    segment zeroed), the broker's LmqConsumerOffsetManager writes
+LMQ_CUT_AT = 31708      # cut: 16 zero bytes at this position of the crash store's last written segment (a record's body)
+
+
+def generate_lmq(out: Path, scratch: Path, modes: tuple[str, ...] = ("clean", "crash", "torn", "cut")) -> list[str]:
+    """``lmq-5.5.1/{clean,crash,torn,cut}``: RocketMQ's DefaultMessageStore with enableLmq + enableMultiDispatch
+    writes them (LmqGolden write; crash halts without shutdown; torn and cut are the crash store with bytes of a
+    record of its last segment zeroed: its properties, its body), the broker's LmqConsumerOffsetManager writes
     config/lmqConsumerOffset.json (LmqGolden offsets), and each manifest is RocketMQ's view (LmqGolden view: a
     real restart and a rebuild, each on a copy)."""
     classpath = build(LMQ_VERSION, rocksdb=True)
     main = "io.rocketstore.golden.LmqGolden"
     folder = out / LMQ_FOLDER
     names = []
-    for mode in ("clean", "crash", "torn"):
+    for mode in modes:
         sdir = folder / mode
         shutil.rmtree(sdir, ignore_errors=True)
         store = sdir / "store"
         surgery = []
-        if mode == "torn":
+        if mode == "cut":
+            # the crash store with a record's body zeroed: its BODYCRC fails, so recovery cuts the log there
+            # and truncates every queue, the %LMQ% ones too, to the records before it
+            shutil.copytree(folder / "crash" / "store", store)
+            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
+            with open(segment, "r+b") as f:
+                f.seek(LMQ_CUT_AT)
+                f.write(bytes(16))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_CUT_AT,
+                        "length": 16}]
+        elif mode == "torn":
             # the crash store with 64 bytes of a record of its last segment zeroed; they fall in that record's
             # properties (not covered by BODYCRC), so RocketMQ's recovery keeps the record, and its rebuild no
             # longer dispatches it to the %LMQ% queues it named (the manifest's rebuild view)

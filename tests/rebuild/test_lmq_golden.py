@@ -17,7 +17,7 @@ from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.verify.store import verify_store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "lmq-5.5.1"
-SCENARIOS = ("clean", "crash", "torn")
+SCENARIOS = ("clean", "crash", "torn", "cut")
 
 
 def _units(out: Path, topic: str, queue_id: int, lo: int, hi: int, file_size: int) -> list:
@@ -72,6 +72,19 @@ def test_verify_checks_the_lmq_queues_and_their_lag(scenario):
         assert x.max_offset == theirs[(topic, queue_id)][1]
         assert x.status == ("beyond_max" if x.consumer_offset > x.max_offset else "in_range")
     assert [f.check for f in verdict.findings if f.check.startswith("offsets.")] == ["offsets.beyond_max"]
+
+
+def test_rebuild_after_the_cut_holds_what_rocketmqs_recovery_keeps(tmp_path):
+    """cut: a record's body zeroed, so RocketMQ's recovery cuts the log there and truncates every queue, %LMQ%
+    ones too; the rebuild (the release's restart dispatch) holds exactly the units its restart serves."""
+    manifest = json.loads((GOLDEN / "cut" / "manifest.json").read_text())
+    recovered = manifest["recovery"]
+    out = tmp_path / "out"
+    rebuild_store(str(GOLDEN / "cut" / "store"), out)
+    size = manifest["geometry"]["mapped_file_size_consume_queue"]
+    assert any(f.startswith("consumequeue/%LMQ%") for f in recovered["files_deleted"])     # the cut reached them
+    for q in recovered["queues"]:
+        assert _units(out, q["topic"], q["queue_id"], q["min_offset"], q["max_offset"], size) == q["units"]
 
 
 def test_verify_reports_lmq_entries_the_records_no_longer_name():
