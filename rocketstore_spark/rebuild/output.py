@@ -553,6 +553,6 @@ class LmqSkips:
             phy = int(physical[i])
             k = max(int(np.searchsorted(bases, phy, side="right")) - 1, 0)
             return finding("rebuild.lmq_not_dispatched", segments[k].path if segments else None,
-                           phy - int(bases[k]) if segments else None,
-                           f"record at physical offset {phy}: {SKIP_REASONS[int(codes[i])]}")
+                           phy - int(bases[k]) if segments else None, SKIP_REASONS[int(codes[i])],
+                           physical_offset=phy)
         return capped(make, range(len(physical)))

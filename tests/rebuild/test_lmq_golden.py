@@ -52,6 +52,7 @@ def test_rebuilt_lmq_queues_are_rocketmqs(scenario, tmp_path):
     # the names with '/' RocketMQ passes over: a finding with file and byte, never a directory
     skipped = [f for f in result.findings if f.check == "rebuild.lmq_not_dispatched"]
     assert skipped and all(f.file and "commitlog" in f.file and f.file_position is not None for f in skipped)
+    assert all(int(Path(f.file).name) + f.file_position == f.physical_offset for f in skipped)
     assert not any("bad" in p.name or "escape" in p.name for p in out.rglob("*"))
 
 
