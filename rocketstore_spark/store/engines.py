@@ -185,11 +185,11 @@ def detect(root: Path | None, conf: dict[str, str] | None = None) -> Engines:
 
 
 LMQ_ENGINE = "LMQ multi-dispatch"
-#: what is done for LMQ: the in-process rebuild and verify (rebuild.output.rebuild_store, verify.store allow the
-#: engine by name); the Spark rebuild and verify, the recovery verdict and the repair still refuse
-LMQ_READS = ("the %LMQ% queues are read as queues; `rocketstore rebuild` writes them and `rocketstore verify` checks "
-             "them as RocketMQ dispatches them (INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET); the Spark rebuild "
-             "and verify, the recovery report and the repair do not follow them yet")
+#: what is done for LMQ: the in-process rebuild, verify and recovery report (rebuild.output.rebuild_store,
+#: verify.store, recovery.report allow the engine by name); the Spark rebuild and verify and the repair refuse
+LMQ_READS = ("the %LMQ% queues are read as queues; `rocketstore rebuild` writes them, `rocketstore verify` checks "
+             "them and the recovery report follows them as RocketMQ dispatches them (INNER_MULTI_DISPATCH / "
+             "INNER_MULTI_QUEUE_OFFSET); the Spark rebuild and verify and the repair do not yet")
 
 
 def _from_files(root: Path, out: Engines) -> None:

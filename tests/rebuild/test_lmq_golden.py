@@ -12,6 +12,7 @@ import pytest
 
 from rocketstore_spark.codec.lmq import SKIP_COUNT, SKIP_OFFSET, SKIP_SLASH, lmq_entries
 from rocketstore_spark.rebuild.output import rebuild_store
+from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.verify.store import verify_store
@@ -97,9 +98,33 @@ def test_verify_reports_lmq_entries_the_records_no_longer_name():
     assert {f.check for f in lmq} >= {"consumequeue.entry_mismatch"}
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_recovery_report_follows_the_lmq_queues(scenario):
+    """The predicted restart leaves every queue, %LMQ% ones included, with the bounds RocketMQ's own restart gives;
+    on the cut store the lost messages of each %LMQ% queue are those RocketMQ's crash view holds past the cut
+    record (the damaged record itself is not a valid message, as in its topic queue)."""
+    manifest = json.loads((GOLDEN / scenario / "manifest.json").read_text())
+    doc, report = recovery_report(str(GOLDEN / scenario / "store"))
+    theirs = {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in manifest["recovery"]["queues"]}
+    assert {(q.topic, q.queue_id): (q.final_min_offset, q.final_max_offset) for q in report.queues} == theirs
+    lost = {(q["topic"], q["queue_id"]): q for q in doc["lost"]["queues"] if q["topic"].startswith("%LMQ%")}
+    if scenario != "cut":
+        assert not lost
+        return
+    cut = manifest["recovery"]["commitlog_max_offset"]
+    crash = json.loads((GOLDEN / "crash" / "manifest.json").read_text())["recovery"]["queues"]
+    expected = {}
+    for q in crash:
+        past = [u for u in q["units"] if u[1] > cut]
+        if q["topic"].startswith("%LMQ%") and past:
+            expected[(q["topic"], q["queue_id"])] = (len(past), past[0][0], past[-1][0])
+    assert expected and {k: (q["messages"], q["first_queue_offset"], q["last_queue_offset"])
+                         for k, q in lost.items()} == expected
+
+
 def test_lmq_work_not_mirrored_yet_is_refused():
     layout = discover(str(GOLDEN / "clean" / "store"))[0]
-    for work in (Work.CHECK_QUEUES, Work.RECOVER, Work.REPAIR, Work.REBUILD):    # REBUILD: the Spark rebuild's way
+    for work in (Work.CHECK_QUEUES, Work.RECOVER, Work.REPAIR, Work.REBUILD):    # the Spark jobs' and the repair's
         with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
             layout.refuse(work)
     layout.refuse(Work.REBUILD, frozenset({"LMQ multi-dispatch"}))              # rebuild_store's own way
