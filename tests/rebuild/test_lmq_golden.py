@@ -131,6 +131,19 @@ def test_lmq_work_not_mirrored_yet_is_refused():
     assert not layout.refused(Work.CHECK_QUEUES, frozenset({"LMQ multi-dispatch"}))   # verify_store's
 
 
+def test_the_spark_jobs_refuse_lmq_stores(tmp_path):
+    """The Spark rebuild and verify know no multi-dispatch entries: they refuse before any Spark work (no session
+    is needed to see it)."""
+    from rocketstore_spark.spark import rebuild as spark_rebuild
+    from rocketstore_spark.spark import verify as spark_verify
+    store = str(GOLDEN / "clean" / "store")
+    with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
+        spark_verify.verify(None, store)
+    with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
+        spark_rebuild.rebuild(None, store, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def _window(records: list[tuple[bytes, bytes]]):
     """A buffer of (topic, properties) records and their spans."""
     buf, tp, tl, pp, pl = b"", [], [], [], []
