@@ -582,6 +582,13 @@ class Simulation:
                 w = decoded.batch
                 if lmq_only:
                     rows, topic, queue_id, queue_offset = (w.lmq_row, w.lmq_topic, w.lmq_queue_id, w.lmq_queue_offset)
+                elif w.lmq_row is None or not len(w.lmq_row):
+                    # the classic case: one gather per column of the records taken
+                    take = np.flatnonzero(w.queued & (w.physical_offset >= lo) & (w.physical_offset < hi))
+                    if len(take):
+                        yield (decoder, dispatch.queue_keys(w.topic[take], w.queue_id[take]), w.physical_offset[take],
+                               w.queue_offset[take], w.size[take])
+                    continue
                 else:
                     rows, topic, queue_id, queue_offset = w.entries()
                 phy = w.physical_offset[rows]
