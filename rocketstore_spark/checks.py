@@ -466,6 +466,12 @@ CATALOGUE: tuple[Check, ...] = (
           "the dequeue of that slot reads past the TimerLog's data: nothing, or, once new units are written "
           "there, another slot's chain (docs/format/timers.md)",
           "finding at the slot"),
+    Check("rebuild.lmq_not_dispatched", _W, REBUILD,
+          "a record's INNER_MULTI_DISPATCH names a queue RocketMQ does not dispatch it to: a name with `/`, a "
+          "different number of names and INNER_MULTI_QUEUE_OFFSET pieces, or an offset that is not a long",
+          "`ConsumeQueue.multiDispatchLmqQueue` passes a `/` name over, dispatches none of a record whose counts "
+          "differ, and throws at an unparseable offset (no name after it dispatched)",
+          "the same: no entry, and no path is made from the name; finding naming the record's segment and byte"),
 )
 
 CHECKS: dict[str, Check] = {c.id: c for c in CATALOGUE}

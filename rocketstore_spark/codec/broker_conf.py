@@ -57,6 +57,8 @@ STORE_SETTINGS = {
     "duplicationEnable": (bool, False),
     "checkCRCOnRecover": (bool, True),
     "commitLogRecoverMaxNum": (int, 10),     # 5.5.x: how many segments back recovery looks for its start
+    "enableMultiDispatch": (bool, False),    # 4.9.3+: INNER_MULTI_DISPATCH records also go to the queues they name
+    "enableLmq": (bool, False),              # 4.9.3+: %LMQ% names among them are queue 0 (codec.lmq)
     "messageDelayLevel": (str, "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"),
 }
 

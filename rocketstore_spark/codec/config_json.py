@@ -6,6 +6,8 @@ missing, empty or unparsable (store.files.read_config); every parser here raises
 broker could not load, naming the place.
 
 * ``consumerOffset.json``: ``offsetTable`` maps ``"topic@group"`` to ``{queueId: next offset to consume}``.
+* ``lmqConsumerOffset.json`` (enableLmq, instead of consumerOffset.json): the same ``offsetTable``, and
+  ``lmqOffsetTable`` mapping ``"topic@group"`` of a ``%LMQ%`` group to the offset of queue 0.
 * ``topics.json``: ``topicConfigTable`` maps a topic to its TopicConfig.
 * ``subscriptionGroup.json``: ``subscriptionGroupTable`` maps a group to its SubscriptionGroupConfig; 5.x adds
   ``forbiddenTable`` (group -> topic -> forbidden bits).
@@ -125,6 +127,20 @@ def consumer_offsets(text: str) -> list[tuple[str, str, int, int]]:
         for queue_id, offset in _object(per_queue, f"offsetTable[{key!r}]").items():
             rows.append((topic, group, _integer(queue_id, f"{key}: queue id", 0, INT32_MAX),
                          _int64(offset, f"{key}: offset")))
+    return rows
+
+
+def lmq_consumer_offsets(text: str) -> list[tuple[str, str, int, int]]:
+    """(topic, group, queue_id, offset) rows of an lmqConsumerOffset.json text (a broker with enableLmq keeps
+    every group's offsets there, ``LmqConsumerOffsetManager``): its ``offsetTable`` as in consumerOffset.json,
+    then its ``lmqOffsetTable`` (``"topic@group"`` -> offset, the %LMQ% groups' offsets of queue 0). Raises
+    ValueError as ``consumer_offsets`` does."""
+    rows = consumer_offsets(text)
+    for key, offset in _table(_document(text), "lmqOffsetTable").items():
+        topic, sep, group = key.partition("@")
+        if not sep:
+            raise ValueError(f"lmqOffsetTable key {key!r} is not topic@group")
+        rows.append((topic, group, 0, _int64(offset, f"lmqOffsetTable[{key!r}]")))
     return rows
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from rocketstore_spark.codec import native, properties
 from rocketstore_spark.codec.commitlog import TRANSACTION_MASK, TRANSACTION_TYPES
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.lmq import lmq_entries
 from rocketstore_spark.codec.javahash import _code_point, index_hash_from_java, java_hash_span
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, prefetch
 from rocketstore_spark.codec.record_schema import Family, wanted
@@ -198,24 +199,46 @@ DISPATCH_FIELDS = ("total_size", "queue_id", "queue_offset", "sys_flag", "store_
 _WANT = wanted(Family.PROPERTY, ("tags", "keys", "uniq_key", "tags_code"))
 
 
+LMQ_OFF, LMQ_MULTI, LMQ_ON = 0, 1, 2          # DispatchDecoder's lmq: none, enableMultiDispatch, + enableLmq
+
+
 class DispatchWindow:
     """What the records of one decoded window dispatch (numpy arrays, the window no longer needed):
 
     per record, in CommitLog order: ``physical_offset``, ``size``, ``queue_id``, ``queue_offset``,
     ``tags_code``, ``topic`` (an index into the decoder's ``topics``), ``queued`` (gets a ConsumeQueue entry);
     per IndexFile key, in put order (empty without index keys): ``key_hash``, ``key_physical_offset``,
-    ``key_store_timestamp`` (ms), ``key_kind`` (KIND_*) and ``key_order`` (its place among its record's keys)."""
+    ``key_store_timestamp`` (ms), ``key_kind`` (KIND_*) and ``key_order`` (its place among its record's keys);
+    per LMQ multi-dispatch entry (None unless the decoder dispatches LMQ, ``codec.lmq``), in dispatch order:
+    ``lmq_row`` (its record's row), ``lmq_topic`` (an index into the decoder's ``topics``), ``lmq_queue_id``,
+    ``lmq_queue_offset``; and the records whose multi-dispatch RocketMQ passes over in part or whole:
+    ``lmq_skip_row``, ``lmq_skip_code`` (``lmq.SKIP_*``)."""
 
     __slots__ = ("physical_offset", "size", "queue_id", "queue_offset", "tags_code", "topic", "queued",
-                 "key_hash", "key_physical_offset", "key_store_timestamp", "key_kind", "key_order")
+                 "key_hash", "key_physical_offset", "key_store_timestamp", "key_kind", "key_order",
+                 "lmq_row", "lmq_topic", "lmq_queue_id", "lmq_queue_offset", "lmq_skip_row", "lmq_skip_code")
 
     def __init__(self, **arrays):
+        self.lmq_row = self.lmq_topic = self.lmq_queue_id = self.lmq_queue_offset = None
+        self.lmq_skip_row = self.lmq_skip_code = None
         for name, value in arrays.items():
             setattr(self, name, value)
 
     @property
     def num_rows(self) -> int:
         return len(self.physical_offset)
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every ConsumeQueue entry the window's records dispatch, in dispatch order (a record's own entry, then
+        its LMQ multi-dispatch entries): (record row, topic, queue id, QUEUEOFFSET); the entry's physical
+        offset, size and tagsCode are its record's."""
+        q = np.flatnonzero(self.queued)
+        if self.lmq_row is None or not len(self.lmq_row):
+            return q, self.topic[q], self.queue_id[q], self.queue_offset[q]
+        rows = np.r_[q, self.lmq_row]
+        order = np.lexsort((np.arange(len(rows)), rows))
+        return (rows[order], np.r_[self.topic[q], self.lmq_topic][order],
+                np.r_[self.queue_id[q], self.lmq_queue_id][order], np.r_[self.queue_offset[q], self.lmq_queue_offset][order])
 
 
 class DispatchDecoder(RecordDecoder):
@@ -227,15 +250,18 @@ class DispatchDecoder(RecordDecoder):
     (where only the placement of entries matters: the recovery report). Topics are numbered in order of first appearance across every window
     this decoder sees (``topics``: their names, malformed UTF-8 replaced as the Arrow decoder does;
     ``topic_hashes``: their Java hashCodes), so a queue keeps its number from window to window. Runs where the
-    CommitLog is read (driver or executor)."""
+    CommitLog is read (driver or executor). ``lmq``: the store dispatches LMQ (``LMQ_OFF``, ``LMQ_MULTI``:
+    enableMultiDispatch, ``LMQ_ON``: and enableLmq): each window also carries its multi-dispatch entries
+    (``codec.lmq``), their queue names numbered with the topics."""
 
     def __init__(self, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS, *, index: bool = True,
-                 index_tags: bool = True, batch_rows: int = 1 << 14, tags_code: bool = True):
+                 index_tags: bool = True, batch_rows: int = 1 << 14, tags_code: bool = True, lmq: int = 0):
         super().__init__((), message_delay_level=message_delay_level, batch_rows=batch_rows, batch_bytes=1 << 30,
                          lanes=1, extra_fields=DISPATCH_FIELDS, fixed_width=False)
         self.index, self.index_tags = index, index_tags
         # without index keys and tagsCodes (placing entries needs neither) no property is parsed: the costly part
-        self.properties = index or tags_code
+        self.properties = index or tags_code or bool(lmq)
+        self.lmq = lmq
         self.topics: list[str] = []
         self.topic_hashes: list[int] = []          # each topic's Java hashCode
         self._topic_numbers: dict[str, int] = {}
@@ -256,6 +282,8 @@ class DispatchDecoder(RecordDecoder):
         window = DispatchWindow(physical_offset=physical, size=h.total_size, queue_id=h.queue_id,
                                 queue_offset=h.queue_offset, tags_code=tags_code, topic=numbers[local],
                                 queued=QUEUED[kind])
+        if self.lmq:
+            self._lmq(window, buf, h)
         if self.index:
             rows, kinds, hashes = index_keys(INDEXED[kind], topic_hashes[local], uniq_data, uniq_offsets,
                                              uniq_valid, keys_data, keys_offsets, keys_list_offsets, tags_data,
@@ -264,6 +292,16 @@ class DispatchDecoder(RecordDecoder):
             window.key_physical_offset, window.key_store_timestamp = physical[rows], h.store_timestamp[rows]
             window.key_order = key_order(rows)
         return window
+
+    def _lmq(self, window: DispatchWindow, buf, h) -> None:
+        rows, name_pos, name_len, offsets, qids, skip_rows, skip_codes = lmq_entries(
+            buf, h.props_pos, h.props_len, h.topic_pos, h.topic_len, h.queue_id, window.queued, self.lmq == LMQ_ON)
+        local, firsts, hashes = local_topics(buf, name_pos, name_len)
+        numbers = np.array([self._topic_number(buf, name_pos[f], name_len[f], hashes[k])
+                            for k, f in enumerate(firsts.tolist())], dtype=np.int32)
+        window.lmq_row, window.lmq_topic, window.lmq_queue_id, window.lmq_queue_offset = (
+            rows, numbers[local] if len(rows) else np.zeros(0, np.int32), qids, offsets)
+        window.lmq_skip_row, window.lmq_skip_code = skip_rows, skip_codes
 
     def _topic_number(self, buf, pos: int, length: int, java_hash: int) -> int:
         name = bytes(buf[pos:pos + length]).decode("utf-8", "replace")

@@ -51,17 +51,18 @@ from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.documents import header
-from rocketstore_spark.findings import Finding, distinct, finding
+from rocketstore_spark.codec.lmq import SKIP_REASONS
+from rocketstore_spark.findings import Finding, capped, distinct, finding
 from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq import indexfile as ix
 from rocketstore_spark.rocketmq.recovery import RestartDispatch, add_queue_spans, restart_dispatch
-from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
-from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
@@ -119,9 +120,9 @@ class ConsumeQueueWriter:
 
     def add_window(self, window: DispatchWindow, topics: list[str]) -> None:
         """The entries of a ``DispatchWindow`` (topics named by ``topics``, the decoder's)."""
-        q = window.queued
-        self.add_entries(topics, window.topic[q], window.queue_id[q], window.queue_offset[q],
-                         window.physical_offset[q], window.size[q], window.tags_code[q])
+        rows, topic, queue_id, queue_offset = window.entries()
+        self.add_entries(topics, topic, queue_id, queue_offset, window.physical_offset[rows], window.size[rows],
+                         window.tags_code[rows])
 
     def add_entries(self, topics: list[str], topic, queue_id, queue_offset, physical_offset, size, tags_code) -> None:
         """Entries of any queues in dispatch order: per entry its topic (an index into ``topics``), queue id,
@@ -435,7 +436,8 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     restart_dispatch``: on a damaged log, what its recovery keeps and its reput reads). ``resync``: every
     valid record, reading on past damage; what that writes beyond the release's rebuild is listed per queue
     (``beyond``, and one ``beyond_release`` difference per queue)."""
-    layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts, ROCKSDB_REBUILT)
+    layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts,
+                                    ROCKSDB_REBUILT | LMQ_REBUILT)
     if queue_db(layout.root) is not None:
         # RocksDB mode: the classic files of every valid record and the diff against the database (not what
         # RocketMQ writes there: it reads no ConsumeQueue files in that mode; module docstring)
@@ -453,6 +455,7 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
 
 ROCKSDB_STORE_TYPE = "defaultRocksDB"
 ROCKSDB_REBUILT = frozenset({"RocksDB ConsumeQueue"})        # rebuild_store's own way (the engine's name)
+LMQ_REBUILT = frozenset({LMQ_ENGINE})              # rebuilt as RocketMQ dispatches it (codec.lmq)
 ROCKSDB_NOTE = ("RocksDB ConsumeQueue store (storeType=defaultRocksDB): written are classic ConsumeQueue files of "
                 "every valid record and the IndexFiles, for the differences against the database below. RocketMQ in "
                 "RocksDB mode reads no ConsumeQueue files (and refuses to start with both layouts): they are not a "
@@ -491,8 +494,12 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
     queues = ConsumeQueueWriter(files, settings.consume_queue_file_size, written, release=release)
     index = IndexWriter(files, settings.geometry) if settings.geometry is not None else None
 
+    lmq = lmq_mode(settings)
+    skipped = LmqSkips(layout)
+
     def decoder(message_delay_level: str) -> DispatchDecoder:
-        return DispatchDecoder(message_delay_level, index=index is not None, index_tags=settings.release.index_tags)
+        return DispatchDecoder(message_delay_level, index=index is not None, index_tags=settings.release.index_tags,
+                               lmq=lmq)
     records = 0
     if restart is None or resync:
         whole = decoder(settings.message_delay_level)
@@ -506,6 +513,7 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
             window = decoded.batch
             records += window.num_rows
             queues.add_window(window, topics)
+            skipped.add(window)
             if index is not None:
                 index.add(window.key_hash, window.key_physical_offset, window.key_store_timestamp)
         queues.close()
@@ -516,4 +524,35 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
             shutil.rmtree(sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
-            index.names if index is not None else [], records, distinct(findings) + written, queues.beyond)
+            index.names if index is not None else [], records, distinct(findings) + written + skipped.findings(),
+            queues.beyond)
+
+
+class LmqSkips:
+    """The records whose LMQ multi-dispatch RocketMQ passes over in part or whole (``codec.lmq.SKIP_*``), as
+    ``rebuild.lmq_not_dispatched`` findings naming the segment and byte position (capped)."""
+
+    def __init__(self, layout: StoreLayout):
+        self.layout = layout
+        self.physical: list[np.ndarray] = []
+        self.codes: list[np.ndarray] = []
+
+    def add(self, window: DispatchWindow) -> None:
+        if window.lmq_skip_row is not None and len(window.lmq_skip_row):
+            self.physical.append(window.physical_offset[window.lmq_skip_row])
+            self.codes.append(window.lmq_skip_code)
+
+    def findings(self) -> list[Finding]:
+        if not self.physical:
+            return []
+        physical, codes = np.concatenate(self.physical), np.concatenate(self.codes)
+        segments = self.layout.segments
+        bases = np.array([seg.base_offset for seg in segments], dtype=np.int64)
+
+        def make(i: int) -> Finding:
+            phy = int(physical[i])
+            k = max(int(np.searchsorted(bases, phy, side="right")) - 1, 0)
+            return finding("rebuild.lmq_not_dispatched", segments[k].path if segments else None,
+                           phy - int(bases[k]) if segments else None, SKIP_REASONS[int(codes[i])],
+                           physical_offset=phy)
+        return capped(make, range(len(physical)))

@@ -50,7 +50,7 @@ from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
 from rocketstore_spark.rocketmq.settings import resolve
 from rocketstore_spark.store.discovery import StorePathError, discover
-from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.rocksdb import queue_db
@@ -78,7 +78,8 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
     layout = layouts[0]
     settings = resolve(layout, options, broker_conf)
-    layout.refuse(Work.RECOVER)             # another engine recovers otherwise: no verdict rather than a wrong one
+    # another engine recovers otherwise: no verdict rather than a wrong one (LMQ: its queues are followed here)
+    layout.refuse(Work.RECOVER, LMQ_RECOVERED)
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
     db = queue_db(layout.root)
@@ -129,7 +130,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "consumequeues": queues,
         "index_files_deleted": r.index_files_deleted,
         "dispatch": {"from": r.dispatch_from, "to": r.dispatch_to},
-        "lost": _lost(r.lost),
+        "lost": _lost(r.lost, r.lost_lmq),
         "unreachable": _unreachable(r.unreachable),
         "consumer_offsets_past_end": _offsets_past_end(layout, r),
         "later_starts": _later_starts(layout.files, r, w.process_offset if w else None),
@@ -186,7 +187,14 @@ def harmful(doc: dict) -> bool:
                 or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]) or doc["later_starts"])
 
 
-def _lost(t) -> dict:
+#: engines whose restart this report follows: LMQ multi-dispatch (its queues truncated, dispatched and lost as
+#: the records' INNER_MULTI_DISPATCH names them; rocketmq.recovery)
+LMQ_RECOVERED = frozenset({LMQ_ENGINE})
+
+
+def _lost(t, lmq: dict | None = None) -> dict:
+    """The lost records ``t``: counted per topic, and per queue — their own, and (``lmq``: ``RecoveryReport.
+    lost_lmq``) each LMQ multi-dispatch queue they are in (a record counts once in ``messages``)."""
     if t is None or not t.num_rows:
         return {"messages": 0, "first_physical_offset": None, "last_physical_offset": None,
                 "first_store_time": None, "last_store_time": None, "topics": {}, "queues": []}
@@ -203,7 +211,10 @@ def _lost(t) -> dict:
     return {"messages": t.num_rows, "first_physical_offset": int(phy.min()), "last_physical_offset": int(phy.max()),
             "first_store_time": _iso(first_ms), "last_store_time": _iso(last_ms),
             "topics": dict(sorted(Counter(t["topic"].to_pylist()).items())),
-            "queues": [_lost_queue(k, v) for k, v in sorted(per_queue.items())]}
+            "queues": sorted([_lost_queue(k, v) for k, v in per_queue.items()] + [
+                {"topic": topic, "queue_id": queue_id, "messages": n, "first_queue_offset": lo, "last_queue_offset": hi}
+                for (topic, queue_id), (n, lo, hi, _, _) in (lmq or {}).items()],
+                key=lambda q: (q["topic"], q["queue_id"]))}
 
 
 REMEDY = ("rebuild the ConsumeQueues from the whole CommitLog before the broker starts (rocketstore rebuild STORE "

@@ -49,7 +49,7 @@ from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import CrashStart, Family, NormalDispatch, NormalStart, family_named
-from rocketstore_spark.rocketmq.settings import BrokerSettings
+from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
@@ -511,7 +511,21 @@ class Simulation:
         states = self.place(report.queues, lo, po, states)
         if not self.without_derived:
             report.lost = self._lost(po, None)
+            report.lost_lmq = self._lost_lmq(report.lost, po)
         return states
+
+    def _lost_lmq(self, lost: pa.Table | None, lo: int) -> dict:
+        """The LMQ multi-dispatch entries of the ``lost`` records (at or after ``lo``), per queue: (topic, queue
+        id) -> [messages, lowest and highest queue offset, first and last physical offset]."""
+        out: dict[tuple[str, int], list[int]] = {}
+        if lost is None or not lost.num_rows:
+            return out
+        valid = np.sort(lost["physical_offset"].to_numpy())
+        end = int(valid[-1]) + 1
+        for decoder, key, phy, qo, _ in self._queued_windows(lo, end, lmq_only=True):
+            keep = np.isin(phy, valid)
+            add_queue_spans(out, decoder.topics, key[keep], phy[keep], qo[keep])
+        return out
 
     def place(self, queues_seen: list[QueueRecovery], lo: int, po: int, states: dict) -> dict:
         """Place the entries of the records of [lo, po) in the queues, from their dispatch ``states``
@@ -527,7 +541,7 @@ class Simulation:
         redispatched = np.zeros(len(names), np.int64)
         first = np.full(len(names), NONE_YET, np.int64)
         queues = _QueueRows({key: row for row, key in enumerate(names)})
-        for decoder, key, w, take in self._queued_windows(lo, po):
+        for decoder, key, phy, qo, size in self._queued_windows(lo, po):
             rows = queues.rows(decoder, key)
             for k in np.unique(key[rows < 0]).tolist():     # queues without files: placed from scratch
                 topic, queue_id = dispatch.queue_of(k)
@@ -541,8 +555,7 @@ class Simulation:
                 first = np.append(first, NONE_YET)
             if (rows < 0).any():
                 rows = queues.rows(decoder, key)
-            slots = cq.place_many(table, rows, w.queue_offset[take], w.physical_offset[take], w.size[take],
-                                  self.settings.consume_queue_file_size)
+            slots = cq.place_many(table, rows, qo, phy, size, self.settings.consume_queue_file_size)
             written = slots >= 0
             redispatched += np.bincount(rows[written], minlength=len(names))
             np.minimum.at(first, rows[written], slots[written])
@@ -554,14 +567,18 @@ class Simulation:
                     min(q.first_redispatched, int(first[row]))
         return {name: cq.queue_state(table[row]) for row, name in enumerate(names)}
 
-    def _queued_windows(self, lo: int, hi: int):
-        """(decoder, queue keys, window, rows taken) for the records of [lo, hi) that get a queue entry, a
+    def _queued_windows(self, lo: int, hi: int, lmq_only: bool = False):
+        """(decoder, queue keys, physical offsets, queue offsets, sizes) of the ConsumeQueue entries the records
+        of [lo, hi) dispatch (with LMQ multi-dispatch, theirs too: ``codec.lmq``; ``lmq_only``: only those), a
         window at a time through the compiled dispatch (``codec.dispatch_kernel``: no strings built; queue keys
         number topics as ``decoder.topics`` does)."""
         if hi <= lo:
             return
+        lmq = lmq_mode(self.settings)
+        if lmq_only and not lmq:
+            return
         decoder = DispatchDecoder(self.settings.message_delay_level, index=False, batch_rows=1 << 16,
-                                  tags_code=False)        # placing entries needs no tagsCode
+                                  tags_code=False, lmq=lmq)        # placing entries needs no tagsCode
         for k, seg in enumerate(self.layout.segments):
             if seg.base_offset + seg.size <= lo or seg.base_offset >= hi:
                 continue
@@ -569,9 +586,22 @@ class Simulation:
                                    end=min(seg.size, hi - seg.base_offset), followed=self.layout.followed(k))
             for decoded in reader:
                 w = decoded.batch
-                take = np.flatnonzero(w.queued & (w.physical_offset >= lo) & (w.physical_offset < hi))
+                if lmq_only:
+                    rows, topic, queue_id, queue_offset = (w.lmq_row, w.lmq_topic, w.lmq_queue_id, w.lmq_queue_offset)
+                elif w.lmq_row is None or not len(w.lmq_row):
+                    # the classic case: one gather per column of the records taken
+                    take = np.flatnonzero(w.queued & (w.physical_offset >= lo) & (w.physical_offset < hi))
+                    if len(take):
+                        yield (decoder, dispatch.queue_keys(w.topic[take], w.queue_id[take]), w.physical_offset[take],
+                               w.queue_offset[take], w.size[take])
+                    continue
+                else:
+                    rows, topic, queue_id, queue_offset = w.entries()
+                phy = w.physical_offset[rows]
+                take = np.flatnonzero((phy >= lo) & (phy < hi))
                 if len(take):
-                    yield decoder, dispatch.queue_keys(w.topic[take], w.queue_id[take]), w, take
+                    yield (decoder, dispatch.queue_keys(topic[take], queue_id[take]), phy[take], queue_offset[take],
+                           w.size[rows[take]])
 
     def _unreachable(self, lo: int, hi: int, ends: dict, kept: bool = False) -> dict:
         """The queued records of [lo, hi) — the log the restart keeps but does not dispatch again — that their
@@ -585,8 +615,7 @@ class Simulation:
         names = list(ends)
         queue_ends = np.array([ends[name] for name in names] + [-1], dtype=np.int64)     # row -1: no entry
         queues = _QueueRows({name: row for row, name in enumerate(names)})
-        for decoder, key, w, take in self._queued_windows(lo, hi):
-            phy, qo = w.physical_offset[take], w.queue_offset[take]
+        for decoder, key, phy, qo, _ in self._queued_windows(lo, hi):
             beyond = phy >= queue_ends[queues.rows(decoder, key)]
             beyond = np.flatnonzero(~beyond if kept else beyond)
             if not len(beyond):
@@ -767,6 +796,7 @@ class RecoveryReport:
     dispatch_from: int | None = None
     dispatch_to: int | None = None
     lost: pa.Table | None = None             # valid, CRC-correct records at or after process_offset
+    lost_lmq: dict = field(default_factory=dict)    # their LMQ multi-dispatch entries per queue (``_lost_lmq``)
     later_starts: list[LaterStart] = field(default_factory=list)
     # queued records the restart keeps in the log but no queue reaches: (topic, queue id) -> [messages, first
     # and last queue offset, first and last physical offset] (``Simulation._unreachable``)

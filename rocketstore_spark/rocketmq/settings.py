@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from rocketstore_spark.codec import broker_conf
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.lmq import LMQ_NAME as LMQ_PREFIX
 from rocketstore_spark.codec.indexfile import Geometry
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.consumequeue import file_size_setting
@@ -136,6 +137,12 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                 values[name], sources[name] = seen, "the store's IndexFiles"
     geometry = Geometry(values["maxHashSlotNum"], values["maxIndexNum"]) if values["messageIndexEnable"] else None
 
+    lmq = lmq_evidence(layout)
+    for name in ("enableMultiDispatch", "enableLmq"):
+        if lmq and name not in given:
+            values[name], sources[name] = True, f"the store's {lmq}"
+    geometry = Geometry(values["maxHashSlotNum"], values["maxIndexNum"]) if values["messageIndexEnable"] else None
+
     version = given.get("rocketmqVersion")
     label = ""
     if version is not None:
@@ -171,6 +178,29 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
                                       "newest rules known, unverified")
     return BrokerSettings(release, file_size_setting(values["mappedFileSizeConsumeQueue"]), geometry,
                            values["messageDelayLevel"], sources, conflicts, values, label, conf)
+
+
+def lmq_evidence(layout: StoreLayout) -> str | None:
+    """What in the store's files shows LMQ multi-dispatch (a ``%LMQ%`` queue directory, or the
+    ``config/lmqConsumerOffset.json`` only a broker with enableLmq writes), or None."""
+    cq = layout.files.consumequeue_dir
+    try:
+        queue = next((e.name for e in os.scandir(cq) if e.name.startswith(LMQ_PREFIX)), None) if cq else None
+    except OSError:
+        queue = None
+    if queue is not None:
+        return f"{queue} queue in consumequeue/"
+    if any(p.is_file() for p in layout.files.lmq_consumer_offsets_paths()):
+        return "config/lmqConsumerOffset.json"
+    return None
+
+
+def lmq_mode(settings: BrokerSettings) -> int:
+    """How the store dispatches LMQ (``codec.dispatch_kernel.LMQ_*``) by the resolved settings."""
+    values = settings.values
+    if not values.get("enableMultiDispatch"):
+        return 0
+    return 2 if values.get("enableLmq") else 1
 
 
 def detect_5x(layout: StoreLayout) -> str | None:

@@ -34,7 +34,7 @@ from rocketstore_spark.rebuild import parallel
 from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
 from rocketstore_spark.rebuild.output import BEYOND_FIELDS, index_name, prepare
 from rocketstore_spark.rocketmq.recovery import RestartDispatch, restart_dispatch
-from rocketstore_spark.rocketmq.settings import BrokerSettings
+from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode
 from rocketstore_spark.store import spill
 
 QUEUE_SUMMARY = ("topic STRING, queue_id INT, files ARRAY<STRING>, max_offset BIGINT, written BIGINT, "
@@ -108,13 +108,14 @@ def _run(spark, stages, work: Path, out: Path, settings: BrokerSettings, groups:
     from pyspark.sql import Row
     geometry, index_tags = settings.geometry, settings.release.index_tags
     work_s, out_s, file_size = str(work), str(out), settings.consume_queue_file_size
+    lmq = lmq_mode(settings)
 
     def scan(batches):
         for b in batches:
             for spec in b.to_pylist():
                 ranges = list(zip(spec["paths"], spec["base_offsets"], spec["starts"], spec["ends"], spec["followed"]))
                 topics, keys, found = spill.scan_range(ranges, Path(work_s), spec["task"], groups, spec["delay"],
-                                                       geometry is not None, index_tags, spec["key_floor"])
+                                                       geometry is not None, index_tags, spec["key_floor"], lmq)
                 yield pa.RecordBatch.from_pylist([{"task": spec["task"], "topics": topics, "keys": keys,
                                                    "findings": [f.render() for f in found]}], schema=SCAN_ARROW)
 

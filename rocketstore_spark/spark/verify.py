@@ -35,7 +35,7 @@ from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
-from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
@@ -122,6 +122,9 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     for layout in layouts:
         # the job checks ConsumeQueue files (a RocksDB ConsumeQueue: `rocketstore verify` checks its units)
         layout.refuse(Work.READ_QUEUES)
+        if layout.engines is not None and any(e.name == LMQ_ENGINE for e in layout.engines.engines):
+            # the job's queue check knows no multi-dispatch entries (`rocketstore verify` does): LMQ is refused
+            layout.refuse(Work.CHECK_QUEUES, frozenset(e.name for e in layout.engines.engines) - {LMQ_ENGINE})
     run = VerifyRun(uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc), [])
     if not layouts:
         return run

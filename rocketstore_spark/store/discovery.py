@@ -102,9 +102,10 @@ class StoreLayout:
         self.files, self.segments, self.segment_size = fresh.files, fresh.segments, fresh.segment_size
         self.findings, self.engines = fresh.findings, fresh.engines
 
-    def refused(self, work: Work) -> bool:
-        """Whether an engine of this store makes ``work`` wrong (``refuse`` raises instead)."""
-        return self.engines is not None and bool(self.engines.refused(work))
+    def refused(self, work: Work, allow: frozenset[str] = frozenset()) -> bool:
+        """Whether an engine of this store makes ``work`` wrong (``refuse`` raises instead); ``allow``: engines
+        the caller handles itself."""
+        return self.engines is not None and any(e.name not in allow for e in self.engines.refused(work))
 
     def refuse(self, work: Work, allow: frozenset[str] = frozenset()) -> None:
         """Raise ``store.engines.UnsupportedStore`` when this store was written with an engine that makes

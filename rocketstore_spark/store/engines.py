@@ -196,6 +196,14 @@ def detect(root: Path | None, conf: dict[str, str] | None = None) -> Engines:
     return out
 
 
+LMQ_ENGINE = "LMQ multi-dispatch"
+#: what is done for LMQ: the in-process rebuild, verify and recovery report (rebuild.output.rebuild_store,
+#: verify.store, recovery.report allow the engine by name); the Spark rebuild and verify and the repair refuse
+LMQ_READS = ("the %LMQ% queues are read as queues; `rocketstore rebuild` writes them, `rocketstore verify` checks "
+             "them and the recovery report follows them as RocketMQ dispatches them (INNER_MULTI_DISPATCH / "
+             "INNER_MULTI_QUEUE_OFFSET); the Spark rebuild and verify and the repair do not yet")
+
+
 def _from_files(root: Path, out: Engines) -> None:
     try:
         names = sorted(os.listdir(root))
@@ -249,8 +257,8 @@ def _from_files(root: Path, out: Engines) -> None:
         except OSError:
             lmq = []
         if lmq:
-            out.add("LMQ multi-dispatch", f"{len(lmq)} %LMQ% queue(s) in consumequeue/, e.g. {lmq[0]}",
-                    _DISPATCH_WORK | {Work.RECOVER}, cq / lmq[0])
+            out.add(LMQ_ENGINE, f"{len(lmq)} %LMQ% queue(s) in consumequeue/, e.g. {lmq[0]}",
+                    _DISPATCH_WORK | {Work.RECOVER}, cq / lmq[0], LMQ_READS)
 
 
 def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
@@ -267,6 +275,6 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
     if _truthy(conf, "indexRocksDBEnable") and str(conf.get("indexFileWriteEnable", "true")).strip().lower() == "false":
         out.add("RocksDB index", "indexRocksDBEnable=true and indexFileWriteEnable=false: no IndexFiles are written",
                 frozenset({Work.READ_INDEX, Work.REBUILD, Work.REPAIR}), where)
-    if (_truthy(conf, "enableLmq") or _truthy(conf, "enableMultiDispatch")) and "LMQ multi-dispatch" not in known:
-        out.add("LMQ multi-dispatch", "enableLmq/enableMultiDispatch=true in broker.conf",
-                _DISPATCH_WORK | {Work.RECOVER}, where)
+    if (_truthy(conf, "enableLmq") or _truthy(conf, "enableMultiDispatch")) and LMQ_ENGINE not in known:
+        out.add(LMQ_ENGINE, "enableLmq/enableMultiDispatch=true in broker.conf",
+                _DISPATCH_WORK | {Work.RECOVER}, where, LMQ_READS)

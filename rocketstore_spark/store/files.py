@@ -58,11 +58,16 @@ def read_config(paths, parse) -> ConfigFile:
 
 
 def read_consumer_offsets(files: StoreMap) -> ConfigFile:
-    """config/consumerOffset.json: (topic, group, queue_id, offset) rows; on a broker that keeps them in RocksDB
+    """config/consumerOffset.json: (topic, group, queue_id, offset) rows (config/lmqConsumerOffset.json when there
+    is one: a broker with enableLmq keeps every group's offsets there); on a broker that keeps them in RocksDB
     (config/consumerOffsets/, v1), the database's, unless the JSON file's data version is newer (then the broker
     loads the JSON file: ``RocksDBConsumerOffsetManager.merge``). A database that cannot be read is a problem
     naming it, and no rows."""
     from rocketstore_spark.store import rocksdb
+    lmq = files.lmq_consumer_offsets_paths()
+    if any(p.is_file() for p in lmq):
+        # a broker with enableLmq loads only config/lmqConsumerOffset.json (LmqConsumerOffsetManager.configFilePath)
+        return read_config(lmq, config_json.lmq_consumer_offsets)
     json_file = read_config(files.consumer_offsets_paths(), config_json.consumer_offsets)
     found = rocksdb.offsets_db(files.root)
     if found is None:

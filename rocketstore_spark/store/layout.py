@@ -32,6 +32,7 @@ QUEUE_ID_NAME = re.compile(r"^\d+$")
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
 CONSUMER_OFFSETS = "consumerOffset.json"
+LMQ_CONSUMER_OFFSETS = "lmqConsumerOffset.json"       # enableLmq: every group's offsets (LmqConsumerOffsetManager)
 TOPICS = "topics.json"
 SUBSCRIPTION_GROUPS = "subscriptionGroup.json"
 DELAY_OFFSETS = "delayOffset.json"
@@ -281,6 +282,9 @@ class StoreMap:
 
     def consumer_offsets_paths(self) -> tuple[Path, Path] | tuple[()]:
         return self.config_paths(CONSUMER_OFFSETS)
+
+    def lmq_consumer_offsets_paths(self) -> tuple[Path, Path] | tuple[()]:
+        return self.config_paths(LMQ_CONSUMER_OFFSETS)
 
     def topics_paths(self) -> tuple[Path, Path] | tuple[()]:
         return self.config_paths(TOPICS)

@@ -49,12 +49,13 @@ def queue_group(topic_hash, queue_id, groups: int):
 
 
 def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level: str, index: bool,
-               index_tags: bool, key_floor: int = -1) -> tuple[list[str], int, list[Finding]]:
+               index_tags: bool, key_floor: int = -1, lmq: int = 0) -> tuple[list[str], int, list[Finding]]:
     """Dispatch the records of ``ranges`` ((path, base offset, start, end, followed) of segment byte ranges,
     in CommitLog order) into spill files (executor): (the topics the entry files number, keys put, findings
     of the reading). ``key_floor``: the physical offset of the last key put before these ranges (records
-    dispatched again: the IndexFile takes no key below it, ``IndexService.buildIndex``)."""
-    decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags)
+    dispatched again: the IndexFile takes no key below it, ``IndexService.buildIndex``). ``lmq``: the LMQ
+    multi-dispatch entries too (``DispatchDecoder``'s)."""
+    decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq)
     findings: list[Finding] = []
     spill.mkdir(parents=True, exist_ok=True)
     topic_hashes: list[int] = []
@@ -71,12 +72,14 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                     topic_hashes += decoder.topic_hashes[len(topic_hashes):]
                     # the queued records in group order (stable: CommitLog order within a group), each column
                     # gathered on its own — a gather of the packed 36-byte rows is several times slower
-                    q = np.flatnonzero(w.queued)
-                    group = queue_group(np.asarray(topic_hashes, np.int64)[w.topic[q]], w.queue_id[q], groups)
-                    order = q[np.argsort(small_keys(group, groups), kind="stable")]
+                    q, topic, queue_id, queue_offset = w.entries()       # with LMQ entries (codec.lmq)
+                    group = queue_group(np.asarray(topic_hashes, np.int64)[topic], queue_id, groups)
+                    order = np.argsort(small_keys(group, groups), kind="stable")
                     rows = np.empty(len(order), dtype=ENTRY_SPILL)
-                    for name in ENTRY_SPILL.names:
-                        rows[name] = getattr(w, name)[order]
+                    rows["topic"], rows["queue_id"], rows["queue_offset"] = (
+                        topic[order], queue_id[order], queue_offset[order])
+                    for name in ("physical_offset", "size", "tags_code"):
+                        rows[name] = getattr(w, name)[q[order]]
                     bounds = np.r_[0, np.cumsum(np.bincount(group, minlength=groups))]
                     for g in range(groups):
                         if bounds[g + 1] > bounds[g]:

@@ -40,9 +40,9 @@ from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.recovery import QueueFeed
-from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
-from rocketstore_spark.store.engines import Work
+from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.rocksdb import queue_db
@@ -161,7 +161,8 @@ class Dispatched:
         with self._room():
             self.dir = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=self.parent))
         self.futures = [pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
-                                    settings.message_delay_level, index=index, index_tags=settings.release.index_tags)
+                                    settings.message_delay_level, index=index, index_tags=settings.release.index_tags,
+                                    lmq=lmq_mode(settings))
                         for t in range(self.tasks)]
         self.topics: list[list[str]] = []
 
@@ -320,6 +321,11 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
             queue_feed.close(complete=False)        # not fed whole (refused, failed): a no-op once closed
 
 
+#: engines whose queues this module checks as RocketMQ dispatches them: LMQ (the spill carries its entries,
+#: ``store.spill.scan_range``); the Spark verify (``spark.verify``) does not
+LMQ_CHECKED = frozenset({LMQ_ENGINE})
+
+
 def _verify_store(path: str, options: dict | None, broker_conf: str | None, check_crc: bool, work_dir: str | None,
                   queue_feed: QueueFeed | None) -> StoreVerdict:
     layouts = discover(path)
@@ -333,7 +339,7 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
         # another engine's log (store.unsupported_engine says which): nothing checked rather than checked wrong
         return StoreVerdict(layout.name, settings, LogBounds(0, 0), [], [], [], OffsetsReport(None),
                             [relative(f, root) for f in findings])
-    check_queues = not layout.refused(Work.CHECK_QUEUES)
+    check_queues = not layout.refused(Work.CHECK_QUEUES, LMQ_CHECKED)
     views = index_views(layout, settings) if not layout.refused(Work.READ_INDEX) else []
     known = [v for v in views if v.geometry is not None]
     # the pool is shut down (its work done) before the spill directory goes

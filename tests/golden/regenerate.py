@@ -10,6 +10,7 @@
     python tests/golden/regenerate.py --rocksdb --out /tmp/golden  # only rocksdb-5.5.1/ (storeType=defaultRocksDB)
     python tests/golden/regenerate.py --batchcq --out /tmp/golden  # only batchcq-5.5.1/ (queue.type=BatchCQ, inner batches)
     python tests/golden/regenerate.py --timers --out /tmp/golden   # only timers-5.5.1/ (TimerMessageStore)
+    python tests/golden/regenerate.py --lmq --out /tmp/golden      # only lmq-5.5.1/ (enableLmq + enableMultiDispatch)
 
 For each RocketMQ version this builds tests/golden/generator against that version's rocketmq-store from
 Maven Central, lets RocketMQ's own DefaultMessageStore write the stores, applies the byte surgery of the
@@ -685,12 +686,22 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
     main = "io.rocketstore.golden.RocksDBGolden"
     folder = out / ROCKSDB_FOLDER
     names = []
-    for mode in ("clean", "crash", "torn"):
+    for mode in modes:
         sdir = folder / mode
         shutil.rmtree(sdir, ignore_errors=True)
         store = sdir / "store"
         surgery = []
-        if mode == "torn":
+        if mode == "cut":
+            # the crash store with a record's body zeroed: its BODYCRC fails, so recovery cuts the log there
+            # and truncates every queue, the %LMQ% ones too, to the records before it
+            shutil.copytree(folder / "crash" / "store", store)
+            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
+            with open(segment, "r+b") as f:
+                f.seek(LMQ_CUT_AT)
+                f.write(bytes(16))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_CUT_AT,
+                        "length": 16}]
+        elif mode == "torn":
             # the clean store as a crash leaves it with a record of its last segment torn: the log then ends
             # before the database's dispatch checkpoint, and RocketMQ truncates the queues' maxes
             shutil.copytree(folder / "clean" / "store", store)
@@ -810,6 +821,75 @@ def generate_timers(out: Path, scratch: Path, version: str = TIMERS_VERSION) -> 
     return names
 
 
+# ------------------------------------------------------------------------ LMQ multi-dispatch (5.5.1)
+
+LMQ_VERSION = "5.5.1"
+LMQ_FOLDER = f"lmq-{LMQ_VERSION}"      # not rocketmq-*: the classic golden tests do not apply to it
+#: offsets written into config/lmqConsumerOffset.json (topic@group/queue=offset; a %LMQ% group goes to
+#: LmqConsumerOffsetManager's lmqOffsetTable, any other to its offsetTable)
+LMQ_OFFSETS = ("%LMQ%alpha@%LMQ%alpha/0=5", "%LMQ%beta@%LMQ%reader/0=3", "%LMQ%gamma@%LMQ%beyond/0=9999",
+               "LmqTopic@golden_group/0=4", "LmqTopic@golden_group/1=2", "%LMQ%alpha@plain_group/0=1")
+
+
+LMQ_TORN_AT = 30000     # torn: 64 zero bytes at this position of the crash store's last written segment (a record's properties)
+
+
+LMQ_CUT_AT = 31708      # cut: 16 zero bytes at this position of the crash store's last written segment (a record's body)
+
+
+def generate_lmq(out: Path, scratch: Path, modes: tuple[str, ...] = ("clean", "crash", "torn", "cut")) -> list[str]:
+    """``lmq-5.5.1/{clean,crash,torn,cut}``: RocketMQ's DefaultMessageStore with enableLmq + enableMultiDispatch
+    writes them (LmqGolden write; crash halts without shutdown; torn and cut are the crash store with bytes of a
+    record of its last segment zeroed: its properties, its body), the broker's LmqConsumerOffsetManager writes
+    config/lmqConsumerOffset.json (LmqGolden offsets), and each manifest is RocketMQ's view (LmqGolden view: a
+    real restart and a rebuild, each on a copy)."""
+    classpath = build(LMQ_VERSION, rocksdb=True)
+    main = "io.rocketstore.golden.LmqGolden"
+    folder = out / LMQ_FOLDER
+    names = []
+    for mode in modes:
+        sdir = folder / mode
+        shutil.rmtree(sdir, ignore_errors=True)
+        store = sdir / "store"
+        surgery = []
+        if mode == "cut":
+            # the crash store with a record's body zeroed: its BODYCRC fails, so recovery cuts the log there
+            # and truncates every queue, the %LMQ% ones too, to the records before it
+            shutil.copytree(folder / "crash" / "store", store)
+            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
+            with open(segment, "r+b") as f:
+                f.seek(LMQ_CUT_AT)
+                f.write(bytes(16))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_CUT_AT,
+                        "length": 16}]
+        elif mode == "torn":
+            # the crash store with 64 bytes of a record of its last segment zeroed; they fall in that record's
+            # properties (not covered by BODYCRC), so RocketMQ's recovery keeps the record, and its rebuild no
+            # longer dispatches it to the %LMQ% queues it named (the manifest's rebuild view)
+            shutil.copytree(folder / "crash" / "store", store)
+            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
+            with open(segment, "r+b") as f:
+                f.seek(LMQ_TORN_AT)
+                f.write(bytes(64))
+            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_TORN_AT,
+                        "length": 64}]
+        else:
+            run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
+            run(classpath, "offsets", "--store", str(store), *[a for o in LMQ_OFFSETS for a in ("--set", o)],
+                main=main)
+        view = scratch / f"lmq-{mode}.json"
+        run(classpath, "view", "--store", str(store), "--work", str(scratch / "lmq-work"), "--out", str(view),
+            main=main)
+        manifest = {"scenario": mode, "rocketmq_version": LMQ_VERSION, "store": "store",
+                    "settings": {"enableLmq": True, "enableMultiDispatch": True}, "geometry": GEOMETRY,
+                    "consumer_offsets_written": list(LMQ_OFFSETS), "surgery": surgery, "files": sorted(
+                        str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()),
+                    **json.loads(view.read_text())}
+        (sdir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        names.append(f"{LMQ_FOLDER}/{mode}")
+    return names
+
+
 def checkpoint_head(store: Path) -> str | None:
     cp = store / "checkpoint"
     return cp.read_bytes()[:64].hex() if cp.exists() else None
@@ -835,6 +915,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"only the BatchConsumeQueue stores ({BATCHCQ_FOLDER}/: queue.type=BatchCQ, inner batches)")
     parser.add_argument("--timers", action="store_true",
                         help=f"only the timer stores ({TIMERS_FOLDER}/: TimerMessageStore's timerlog and wheel)")
+    parser.add_argument("--lmq", action="store_true",
+                        help=f"only the LMQ multi-dispatch stores ({LMQ_FOLDER}/: enableLmq + enableMultiDispatch)")
     args = parser.parse_args(argv)
     try:
         require_tools()
@@ -856,6 +938,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.timers:
                 print(f"== {', '.join(generate_timers(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
+                return 0
+            if args.lmq:
+                print(f"== {', '.join(generate_lmq(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
                 return 0
             runs = [VersionRun(version, args.out.resolve(), Path(scratch)) for version in args.versions]
             if args.config_only:
