@@ -56,8 +56,8 @@ def main(argv=None):
                     res = timed(["cat", *map(str, files)])
                 else:
                     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
-                    res = timed([sys.executable, "-m", "rocketstore_spark.cli.main", "audit", str(args.store), "--json"],
-                                env)
+                    audit = [sys.executable, "-m", "rocketstore_spark.cli.main", "audit", str(args.store), "--json"]
+                    res = timed(audit, env)
                 print(json.dumps({"round": r, "phase": phase, "side": name, **res, "load_before": load}), flush=True)
 
 
