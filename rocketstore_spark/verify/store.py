@@ -10,9 +10,11 @@ broker.conf > what the files show > RocketMQ's defaults.
 
 Findings name files relative to the store root. Two threads (``THREADS``; the compiled kernels release the
 GIL): the CommitLog is dispatched once (``Dispatched``: ``store.spill.scan_range``, the rebuild's compiled
-dispatch, the segments split between two tasks) into spill files — its queue entries by queue group, 36 bytes a
-queued message, and its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the
-system's; never under the store) — while every segment's CRC scan runs beside it; then the IndexFiles are
+dispatch, a task a segment) into spill files — its queue entries by queue group, 36 bytes a queued message, and
+its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the system's; never under the
+store) — and every segment's CRC scan is queued right behind that segment's dispatch, so the two threads read the
+same segment at once and it comes from the disk once even when the store is larger than the page cache (the
+next segment read ahead of both: ``store.readahead``); then the IndexFiles are
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
 time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
 average record size says how many a byte holds —, at most 128 groups). A group that holds more than SPLIT_ROWS
@@ -45,6 +47,7 @@ from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
+from rocketstore_spark.store.readahead import ReadAhead
 from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -121,6 +124,7 @@ SAMPLE_BYTES = 4 << 20             # of the first segment, to estimate the messa
 SPLIT_ROWS = 6 << 20               # a queue group of more records is split: a spill file per queue, read in chunks
 MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
 THREADS = 2                        # the in-process verify's threads (its compiled kernels release the GIL)
+MAX_DISPATCH_TASKS = 256           # dispatch tasks of the in-process verify (a spill file a queue group each)
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
 
 
@@ -143,16 +147,21 @@ class Dispatched:
     manager: the spill directory goes on exit, whatever happened."""
 
     def __init__(self, layout: StoreLayout, settings: BrokerSettings, work_dir: str | None, index: bool, pool,
-                 start: int = 0):
+                 start: int = 0, beside=None):
         """``start``: the physical offset (a record's, or the log's end) the dispatch starts at (the scrub's
-        resumed cross-checks dispatch only what was written since their last run)."""
+        resumed cross-checks dispatch only what was written since their last run). ``beside``: called with the
+        indices (in ``layout.segments``) of each task's segments right after that task is submitted (the
+        caller's per-segment work queued behind it, read while the dispatch has the segment in the page cache);
+        with it, a task per segment (at most MAX_DISPATCH_TASKS: consecutive segments share a task beyond),
+        else the segments split between THREADS tasks."""
         self.layout = layout
         ranges = [(seg.path, seg.base_offset, max(0, start - seg.base_offset), seg.size, layout.followed(k))
                   for k, seg in enumerate(layout.segments) if seg.base_offset + seg.size > start]
+        first = len(layout.segments) - len(ranges)          # the index of the first segment dispatched
         total = sum(end - begin for _, _, begin, end, _ in ranges)
         messages = total // average_record_size(layout)
         self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES), -(-messages // QUEUE_GROUP_MESSAGES)))
-        self.tasks = max(1, min(THREADS, len(ranges)))
+        self.tasks = max(1, min(THREADS if beside is None else MAX_DISPATCH_TASKS, len(ranges)))
         cut = [len(ranges) * t // self.tasks for t in range(self.tasks + 1)]
         # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
         # API caller's work_dir may point anywhere)
@@ -160,10 +169,13 @@ class Dispatched:
         self.dir = None
         with self._room():
             self.dir = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=self.parent))
-        self.futures = [pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
-                                    settings.message_delay_level, index=index, index_tags=settings.release.index_tags,
-                                    lmq=lmq_mode(settings))
-                        for t in range(self.tasks)]
+        self.futures = []
+        for t in range(self.tasks):
+            self.futures.append(pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
+                                            settings.message_delay_level, index=index,
+                                            index_tags=settings.release.index_tags, lmq=lmq_mode(settings)))
+            if beside is not None:
+                beside(list(range(first + cut[t], first + cut[t + 1])))
         self.topics: list[list[str]] = []
 
     @contextlib.contextmanager
@@ -344,15 +356,27 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
     known = [v for v in views if v.geometry is not None]
     # the pool is shut down (its work done) before the spill directory goes
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="verify") as pool:
-        # the CommitLog read twice at once: its dispatch into spill files (queue entries, and the keys the
-        # IndexFiles are checked against) and every segment's CRC and store-time scan
-        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool)) if check_queues \
-            else None
-        scanned = [pool.submit(scan_segment, seg.path, seg.base_offset, check_crc=check_crc,
-                               followed=layout.followed(k), check_properties_crc=True, check_times=True,
-                               next_path=layout.next_path(k))
-                   for k, seg in enumerate(layout.segments)]
-        scans = [(seg.base_offset, f.result()) for seg, f in zip(layout.segments, scanned)]
+        # the CommitLog read by two passes: its dispatch into spill files (queue entries, and the keys the
+        # IndexFiles are checked against) and every segment's CRC and store-time scan, a segment's scan queued
+        # right behind its dispatch (both threads on the same segment: it is read from the disk once, even when
+        # the store is larger than the page cache), the next segment read ahead of both
+        ahead = stack.enter_context(ReadAhead([[seg.path] for seg in layout.segments] +
+                                              [[v.path for v in known]]))
+        ahead.want(-1)
+        scanned: dict[int, object] = {}
+
+        def scan(k: int) -> SegmentSummary:
+            ahead.want(k)
+            seg = layout.segments[k]
+            return scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
+                                check_properties_crc=True, check_times=True, next_path=layout.next_path(k))
+
+        def beside(segments: list[int]) -> None:
+            scanned.update((k, pool.submit(scan, k)) for k in segments)
+        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool, beside=beside)) \
+            if check_queues else None
+        beside([k for k in range(len(layout.segments)) if k not in scanned])
+        scans = [(seg.base_offset, scanned[k].result()) for k, seg in enumerate(layout.segments)]
         for _, s in scans:
             findings += s.findings
         findings += [finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry")
