@@ -48,8 +48,8 @@ from rocketstore_spark.rocketmq.recovery import QueueFeed, RecoveryReport, Simul
 from rocketstore_spark.rocketmq.dledger_recovery import DLedgerSimulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
-from rocketstore_spark.rocketmq.settings import resolve
-from rocketstore_spark.store.discovery import StorePathError, discover
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.engines import LMQ_ENGINE, Work
 from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
@@ -67,17 +67,23 @@ def _iso(ms) -> str | None:
 
 def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
                     release_family: str | None = None, reachable_below: int | None = None,
-                    queue_feed: QueueFeed | None = None) -> tuple[dict, RecoveryReport]:
+                    queue_feed: QueueFeed | None = None,
+                    resolved: tuple[StoreLayout, BrokerSettings] | None = None) -> tuple[dict, RecoveryReport]:
     """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
     settings and ``rocketmqVersion``; ``release_family``: one of ``rocketmq.releases.FAMILY_NAMES`` (overrides the
     release's family); ``reachable_below``: ``rocketmq.recovery.Simulation``'s (the scrub's); ``queue_feed``: the
     unreachable records counted from another pass's queue records (``rocketmq.recovery.QueueFeed``: the audit's
-    verify) rather than a dispatch of the log of its own."""
-    layouts = discover(path)
-    if len(layouts) != 1:
-        raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
-    layout = layouts[0]
-    settings = resolve(layout, options, broker_conf)
+    verify) rather than a dispatch of the log of its own; ``resolved``: the store's layout and the settings
+    ``rocketmq.settings.resolve`` gave it with these options and broker.conf, when the caller has them already
+    (the scrub's: the store is not listed nor its settings resolved again)."""
+    if resolved is not None:
+        layout, settings = resolved
+    else:
+        layouts = discover(path)
+        if len(layouts) != 1:
+            raise StorePathError(f"{path}: names {len(layouts)} stores; a recovery report takes one")
+        layout = layouts[0]
+        settings = resolve(layout, options, broker_conf)
     # another engine recovers otherwise: no verdict rather than a wrong one (LMQ: its queues are followed here)
     layout.refuse(Work.RECOVER, LMQ_RECOVERED)
     if release_family is not None:

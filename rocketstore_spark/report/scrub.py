@@ -36,7 +36,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.outputs import outside_stores, store_roots
-from rocketstore_spark.verify.cross import refusal, resume_state, verify_resumed
+from rocketstore_spark.verify.cross import PrefixDigests, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, save_state)
@@ -78,20 +78,21 @@ def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
     them). ``segments``: this run's segment verdicts by name."""
     verdicts = {n: r["verdict"] for n, r in segments.items()}
-    why = refusal(layout, resume, verdicts)
+    prefixes = PrefixDigests()          # the files digested up to the last run's point go on to this run's
+    why = refusal(layout, resume, verdicts, prefixes)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
         # resumable: every queued record below the last run's end is in its queue (``verify.cross.refusal``)
         report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf,
-                             reachable_below=resume["end"] if why is None else None) \
+                             reachable_below=resume["end"] if why is None else None, resolved=(layout, settings)) \
             if layout.files.root is not None else None
         if why is not None:
             how = "run"
             v = verify_store(layout.name, options=options, broker_conf=broker_conf, check_crc=False,
                              work_dir=work_dir)
-            after = resume_state(layout, v)
+            after = resume_state(layout, v, prefixes=prefixes)
         else:
             how = "resumed"
-            v, after = verify_resumed(layout, settings, resume, verdicts, work_dir)
+            v, after = verify_resumed(layout, settings, resume, verdicts, work_dir, prefixes)
         rec, refused = None, None
         if report is not None:
             try:

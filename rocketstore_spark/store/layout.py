@@ -111,6 +111,16 @@ def display_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "replace")
 
 
+def relative_name(path: str, root: str) -> str:
+    """``os.path.relpath(path, root)``, without its two ``abspath`` calls when ``path`` is a clean path under
+    ``root`` (as the store's listings give them): per file of a store with thousands, that is most of the cost."""
+    if path.startswith(root) and path[len(root):len(root) + 1] == os.sep:
+        rest = path[len(root) + 1:]
+        if rest and f"{os.sep}." not in os.sep + rest and os.sep * 2 not in rest and not rest.endswith(os.sep):
+            return rest
+    return os.path.relpath(path, root)
+
+
 def is_regular_file(path) -> bool:
     """A regular file (symlinks followed); False for anything that cannot be stat'ed (loops, dangling)."""
     try:

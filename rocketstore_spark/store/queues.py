@@ -110,16 +110,32 @@ def held_file_count(path: str) -> int:
 
 def read_held(path: str) -> np.ndarray:
     """The entries of the ConsumeQueue file at ``path`` that ``consumequeue.held`` keeps (a copy, writable),
-    reading only those (``held_file_count``)."""
-    n = held_file_count(path)
-    with open(path, "rb") as f:
-        return consumequeue.decode_entries(f.read(n * consumequeue.ENTRY_SIZE)).copy()
+    as ``held_file_count`` counts them, in one read: the entries up to the end of its data and the one after it
+    (all that count looks at, and all it can keep)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        count = size // consumequeue.ENTRY_SIZE
+        scan_from = -(-data_end(fd, size) // consumequeue.ENTRY_SIZE)
+        want = min(count, scan_from + 1) * consumequeue.ENTRY_SIZE
+        data = os.pread(fd, want, 0)
+        while len(data) < want:                 # a short read (a file cut meanwhile reads as far as it goes)
+            more = os.pread(fd, want - len(data), len(data))
+            if not more:
+                break
+            data += more
+        entries = consumequeue.decode_entries(data)
+        n = consumequeue.held_count(len(entries), lambda start, end: entries[start:end],
+                                    scan_from=min(scan_from, len(entries)))
+        return entries[:n].copy()
+    finally:
+        os.close(fd)
 
 
-def unreadable_queue_file(path: str, cq_offset: int) -> tuple[str, str] | None:
+def unreadable_queue_file(path: str, cq_offset: int, size: int | None = None) -> tuple[str, str] | None:
     """(check id, why) for a ConsumeQueue file no reader should read (its name or size is beyond anything RocketMQ
-    writes: reading it has no bound), else None."""
-    size = os.path.getsize(path)
+    writes: reading it has no bound), else None; ``size``: its size, when known already."""
+    size = os.path.getsize(path) if size is None else size
     if cq_offset + size >= 2**63:                          # queue offsets there would overflow int64
         return "consumequeue.file_gap", f"name {cq_offset} is beyond any queue byte offset (int64): the file is not read"
     if size > consumequeue.MAX_FILE_SIZE:                  # a sparse or foreign file: reading it has no bound

@@ -5,26 +5,36 @@ sends the scrub to the whole check.
 
 What a check leaves for the next one (``resume_state``, JSON in the scrub's state):
 
-* ``end``, ``log_min``: the CommitLog's data end (P) and first offset when it ran; per segment below P its size
-  and modification time, and a digest (blake2b) of the bytes below P of the segment that holds P (the one a
-  live broker appends to; its time moves);
+* ``end``, ``log_min``: the CommitLog's data end (P) and first offset when it ran; per segment below P its
+  ``_stat`` (size, modification and change times, inode), and a digest (blake2b) of the bytes below P of the
+  segment that holds P (the one a live broker appends to; its times move);
 * per queue: ``check_queue``'s resume (dispatch's state after the last record, the file walk after the last
-  valid entry, the QUEUEOFFSET check's last record) if the queue had no finding, and its files as they were:
-  each file's name, size and modification time, and a digest of the bytes up to the last valid entry of the
-  file holding it (the file a broker appends to);
-* per IndexFile: size, modification time, header, a digest of sampled blocks (``verify.scrub.sample_digest``),
-  whether it was the newest, its predecessor's end time, and its verdict.
+  valid entry, the QUEUEOFFSET check's last record, what each closed file holds) if the queue had no finding,
+  and its files as they were: each file's name and ``_stat``, and a digest of the bytes up to the last valid
+  entry of the file holding it (the file a broker appends to);
+* per IndexFile: its ``_stat``, header, whether it was the newest, its predecessor's end time, and its verdict.
+
+What is trusted without reading a byte: a file whose size, modification time, change time and inode are the
+ones recorded. The change time moves with every write through the file system and with every ``utime`` —
+no call sets it back — so a file rewritten in place with its modification time put back is not trusted
+(tests/verify/test_scrub_resume.py). Not seen by it: bytes changed under the file system (a raw device write,
+bit rot). In the CommitLog the segment rotation's whole scans find those; in a closed queue file or an old
+IndexFile only a full audit (or a whole check, which any refusal runs) does. Until #28's second session old
+IndexFiles also had a digest of 64 sampled 4 KiB blocks compared every run (0.06 % of a default 400 MB file;
+a cost that grew with their number): dropped for the change time, which every in-place write moves.
 
 A resumed run (``verify_resumed``) dispatches only the CommitLog from P (``store.spill.scan_range`` from a
-record boundary), checks each queue on from its resume with those records, and checks again every IndexFile
-that is new, changed, the newest (its count of keys after its end follows the log), was the newest, or follows
-one that changed; the others keep their verdict. The checkpoint, abort and lock files, the consumer offsets and
-the queues' bounds are checked whole every run (a few small files, the last files of each queue).
+record boundary), checks each queue on from its resume with those records (its closed files' entries are not
+read again), and checks again every IndexFile that is new, changed, the newest (its count of keys after its
+end follows the log), was the newest, or follows one that changed; the others keep their verdict. The
+checkpoint, abort and lock files, the consumer offsets and the queues' bounds are checked whole every run (a
+few small files, the last files of each queue). A file digested up to the last run's point and then up to
+this run's is read once (``PrefixDigests``).
 
 It refuses (returns why; the scrub then runs the whole check) when anything under a verified point changed or
 cannot be told unchanged: another first segment (retention), a log that ends before P, a segment below P other
-than P's whose size or time changed, bytes below P of P's segment that differ, a queue with findings last time,
-a queue file below its last valid entry whose name, size or time changed (the file holding it: whose bytes up to
+than P's whose ``_stat`` changed, bytes below P of P's segment that differ, a queue with findings last time,
+a queue file below its last valid entry whose name or ``_stat`` changed (the file holding it: whose bytes up to
 it differ), the state of another version. Never trusted: a file rewritten in place under the verified point.
 """
 from __future__ import annotations
@@ -40,66 +50,80 @@ from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.layout import StoreMap, relative_name
 from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
-from rocketstore_spark.verify.scrub import sample_digest
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
                                             index_views, log_bounds, relative, store_root)
 
-RESUME_VERSION = 1
+RESUME_VERSION = 2
 HASH_BLOCK = 8 << 20
 
 
-def prefix_digest(path: str, length: int) -> str:
-    """blake2b (128 bits) of the first ``length`` bytes of a file (and the length), read with pread."""
-    h = hashlib.blake2b(length.to_bytes(8, "big"), digest_size=16)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        for at in range(0, length, HASH_BLOCK):
-            h.update(os.pread(fd, min(HASH_BLOCK, length - at), at))
-    finally:
-        os.close(fd)
-    return h.hexdigest()
+class PrefixDigests:
+    """blake2b (128 bits) of the first ``length`` bytes of a file, then the length (``digest``), read with pread.
+    One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
+    then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended."""
+
+    def __init__(self):
+        self._read: dict[str, tuple[int, object]] = {}       # path -> (bytes hashed, the hash before the length)
+
+    def digest(self, path: str, length: int) -> str:
+        done, h = self._read.get(path, (0, None))
+        if h is None or done > length:
+            done, h = 0, hashlib.blake2b(digest_size=16)
+        else:
+            h = h.copy()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for at in range(done, length, HASH_BLOCK):
+                h.update(os.pread(fd, min(HASH_BLOCK, length - at), at))
+        finally:
+            os.close(fd)
+        self._read[path] = (length, h.copy())
+        h.update(length.to_bytes(8, "big"))
+        return h.hexdigest()
 
 
 def scans_of(layout: StoreLayout, verdicts: dict[str, dict], root: str) -> list[tuple[int, SimpleNamespace]]:
     """(base offset, scan) of every segment from the scrub's segment verdicts (name relative to ``root``)."""
-    return [(seg.base_offset, SimpleNamespace(**verdicts[os.path.relpath(seg.path, root)]))
+    return [(seg.base_offset, SimpleNamespace(**verdicts[relative_name(seg.path, root)]))
             for seg in layout.segments]
 
 
 def _stat(path: str) -> list[int]:
+    """[size, modification time, change time (ns), inode]: what tells a file unchanged since the last run. The
+    change time moves with every write and with every change of the modification time itself (``utime``): no
+    call sets it back, so a file rewritten in place with its modification time put back still shows."""
     st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns]
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def _queue_key(topic: str, queue_id: int) -> str:
     return f"{topic}/{queue_id}"
 
 
-def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: list) -> list:
-    """[name, size, time, digest, length] of the queue's files up to the one holding its last valid entry, in
-    order: that file's digest is of its first ``length`` bytes (up to that entry), the others' None. ``held``:
-    ``QueueVerdict.held``."""
+def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: list, prefixes: PrefixDigests) -> list:
+    """[name, stat (``_stat``), digest, length] of the queue's files up to the one holding its last valid
+    entry, in order: that file's digest is of its first ``length`` bytes (up to that entry), the others' None.
+    ``held``: ``QueueVerdict.held``."""
     last = resume["walk"]["last"]
     if queue_dir is None or last < 0:
         return []
     held = {path: (base, count) for path, base, count in held}
     out = []
     for path, _ in StoreMap.queue_files(queue_dir):
-        out.append([os.path.relpath(path, root), *_stat(path), None, 0])
+        out.append([relative_name(path, root), _stat(path), None, 0])
         base, count = held.get(path, (0, 0))
         if path in held and base + count > last:
             length = (last - base + 1) * ENTRY_SIZE
-            out[-1][3:] = [prefix_digest(path, length), length]
+            out[-1][2:] = [prefixes.digest(path, length), length]
             break
     return out
 
 
-def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str, digest: str | None) -> dict:
-    return {"size": view.file_size, "mtime_ns": os.stat(view.path).st_mtime_ns, "header": view.header,
-            "digest": digest or sample_digest(view.path, view.file_size), "newest": newest,
+def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str) -> dict:
+    return {"stat": _stat(view.path), "header": view.header, "newest": newest,
             "previous_end": previous_end,
             "entries": verdict.entries, "keys_expected": verdict.keys_expected,
             "unindexed_after": verdict.unindexed_after,
@@ -107,11 +131,11 @@ def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: 
 
 
 def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None = None,
-                 digests: dict[str, str] | None = None) -> dict | None:
+                 prefixes: PrefixDigests | None = None) -> dict | None:
     """What a check (whole or resumed) of ``layout`` leaves for the next resumed one (module docstring); None
     for a store the whole check always runs on (another engine's log, no queues checked, no CommitLog).
-    ``known``: the IndexFiles of known geometry, when read already; ``digests``: their sampled digests (by
-    path), when computed already."""
+    ``known``: the IndexFiles of known geometry, when read already; ``prefixes``: the run's digests so far."""
+    prefixes = prefixes or PrefixDigests()
     if layout.refused(Work.READ_COMMITLOG) or layout.refused(Work.CHECK_QUEUES) or not layout.segments:
         return None
     root = store_root(layout)
@@ -122,19 +146,20 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
             continue
         if scan.records and seg.base_offset + scan.data_end == end and scan.valid_end != scan.data_end:
             return None                 # the log ends in damage: the next dispatch could not start at a record
-        name = os.path.relpath(seg.path, root)
+        name = relative_name(seg.path, root)
         segments[name] = _stat(seg.path)
         if tail is None and seg.base_offset <= end <= seg.base_offset + segments[name][0]:
-            tail = [name, prefix_digest(seg.path, end - seg.base_offset)]
+            tail = [name, prefixes.digest(seg.path, end - seg.base_offset)]
     dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
     queues = {}
     for q in verdict.queues:
         clean = not q.findings and q.resume is not None
-        files = _queue_files_state(dirs.get((q.topic, q.queue_id)), root, q.resume, q.held) if clean else None
+        files = _queue_files_state(dirs.get((q.topic, q.queue_id)), root, q.resume, q.held, prefixes) \
+            if clean else None
         if clean:
             # what the closed files hold (the next run reads them again only if their size or time moved)
-            held = {os.path.relpath(path, root): count for path, _, count in q.held}
-            q.resume["counts"] = {row[0]: held[row[0]] for row in files if row[3] is None and row[0] in held}
+            held = {relative_name(path, root): count for path, _, count in q.held}
+            q.resume["counts"] = {row[0]: held[row[0]] for row in files if row[2] is None and row[0] in held}
         queues[_queue_key(q.topic, q.queue_id)] = {"resume": q.resume if clean else None, "files": files}
     if known is None:
         known = [v for v in index_views(layout, verdict.settings) if v.geometry is not None] \
@@ -142,20 +167,21 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
     by_name = {i.file: i for i in verdict.index}
     index = {}
     for k, view in enumerate(known):
-        name = os.path.relpath(view.path, root)
+        name = relative_name(view.path, root)
         if name in by_name:
             index[name] = _index_state(view, by_name[name], k == len(known) - 1,
-                                       known[k - 1].header["end_timestamp"] if k else None, root,
-                                       (digests or {}).get(view.path))
+                                       known[k - 1].header["end_timestamp"] if k else None, root)
     return {"version": RESUME_VERSION, "end": end, "log_min": verdict.log.min_offset, "segments": segments,
             "tail": tail, "queues": queues, "index": index}
 
 
-def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict]) -> str | None:
+def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict],
+            prefixes: PrefixDigests | None = None) -> str | None:
     """Why the cross-checks cannot resume from ``prev`` (None: they can; the module docstring's list), the
-    segments' scans given by the scrub (``verdicts``: segment name -> verdict). When they can, every queued
-    record below ``prev["end"]`` has its entry in its queue (``rocketmq.recovery.Simulation``'s
-    ``reachable_below``)."""
+    segments' scans given by the scrub (``verdicts``: segment name -> verdict); ``prefixes``: the run's
+    digests (this one's go on in ``resume_state``'s). When they can, every queued record below ``prev["end"]``
+    has its entry in its queue (``rocketmq.recovery.Simulation``'s ``reachable_below``)."""
+    prefixes = prefixes or PrefixDigests()
     if prev is None or prev.get("version") != RESUME_VERSION:
         return "no resumable state"
     if queue_db(layout.root) is not None:
@@ -166,7 +192,7 @@ def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict]) -
         return f"the CommitLog's first offset moved ({prev['log_min']} -> {log.min_offset})"
     if log.end < prev["end"]:
         return f"the CommitLog ends at {log.end}, before the last run's end {prev['end']}"
-    now = {os.path.relpath(seg.path, root): seg.path for seg in layout.segments}
+    now = {relative_name(seg.path, root): seg.path for seg in layout.segments}
     for name, stat in prev["segments"].items():
         if name not in now:
             return f"{name} is gone"
@@ -176,32 +202,32 @@ def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict]) -
         if tail is None or tail[0] != name:
             return f"{name}, below the last run's end, changed (size or time)"
         seg_base = next(s.base_offset for s in layout.segments if s.path == now[name])
-        if prefix_digest(now[name], prev["end"] - seg_base) != tail[1]:
+        if prefixes.digest(now[name], prev["end"] - seg_base) != tail[1]:
             return f"{name}: its bytes below the last run's end ({prev['end']}) changed"
     dirs = {_queue_key(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
     for key, q in prev["queues"].items():
         if q["resume"] is None:
             return f"queue {key} had findings"
-        for name, size, mtime, digest, length in q["files"]:
+        for name, was, digest, length in q["files"]:
             path = os.path.join(root, name)
             try:
                 stat = _stat(path)
             except FileNotFoundError:
                 return f"{name} is gone"
-            if stat == [size, mtime]:
+            if stat == was:
                 continue
             if digest is None:
-                return f"{name}, below its queue's last checked entry, changed (size or time)"
-            if stat[0] < length or prefix_digest(path, length) != digest:
+                return f"{name}, below its queue's last checked entry, changed (size, time or inode)"
+            if stat[0] < length or prefixes.digest(path, length) != digest:
                 return f"{name}: its entries up to the queue's last checked one changed"
-        listed = [os.path.relpath(p, root) for p, _ in StoreMap.queue_files(dirs[key])] if key in dirs else []
+        listed = [relative_name(p, root) for p, _ in StoreMap.queue_files(dirs[key])] if key in dirs else []
         if listed[:len(q["files"])] != [row[0] for row in q["files"]]:
             return f"queue {key}: its files below the last checked entry are not the same files"
     return None
 
 
 def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, verdicts: dict[str, dict],
-                   work_dir: str | None) -> tuple[StoreVerdict, dict]:
+                   work_dir: str | None, prefixes: PrefixDigests | None = None) -> tuple[StoreVerdict, dict]:
     """The cross-checks of ``layout`` resumed from ``prev`` (``resume_state``'s; ``refusal`` found nothing
     against it), the segments' scans given by the scrub (``verdicts``: segment name -> verdict): the verdict
     (its findings without the segment scans' findings, which the scrub keeps) and the state for the next
@@ -221,17 +247,15 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
     with ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="cross") as pool:
         spill = stack.enter_context(Dispatched(layout, settings, work_dir, False, pool, start=prev["end"])).wait()
         keys = dispatched_keys(layout, settings.release, settings.message_delay_level)
-        checked, digests = [], {}
+        checked = []
         for k, view in enumerate(known):
-            name = os.path.relpath(view.path, root)
+            name = relative_name(view.path, root)
             old = prev["index"].get(name)
             newest = k == len(known) - 1
             previous_end = known[k - 1].header["end_timestamp"] if k else None
-            digests[view.path] = sample_digest(view.path, view.file_size)
             same = old is not None and not newest and not old["newest"] and old["previous_end"] == previous_end \
-                and [old["size"], old["mtime_ns"]] == [view.file_size, os.stat(view.path).st_mtime_ns] \
-                and old["header"] == view.header and (not old["findings"] or log.end == prev["end"]) \
-                and old["digest"] == digests[view.path]
+                and old["stat"] == _stat(view.path) and old["header"] == view.header \
+                and (not old["findings"] or log.end == prev["end"])
             if same:
                 v = IndexVerdict(name, old["entries"], old["keys_expected"], old["unindexed_after"],
                                  [Finding.from_row(f) for f in old["findings"]])
@@ -243,4 +267,4 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
         queues = check_queues_of(layout, settings, spill, log, pool, resume)
         index = [f.result() for f in checked]
     verdict = conclude(layout, settings, log, scans, queues, index, known, findings)
-    return verdict, resume_state(layout, verdict, known, digests)
+    return verdict, resume_state(layout, verdict, known, prefixes)

@@ -43,7 +43,7 @@ from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE, EXT_ADDRESS_MAX
 from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq import consumequeue as cq
-from rocketstore_spark.store.layout import StoreMap
+from rocketstore_spark.store.layout import StoreMap, relative_name
 from rocketstore_spark.store.queues import held_file_count, unreadable_queue_file
 
 Locate = Callable[[int], tuple[str, int]]        # physical offset -> (segment file, position in it)
@@ -98,15 +98,26 @@ class _File:
             return consumequeue.decode_entries(f.read((end - start) * ENTRY_SIZE))
 
 
-def _queue_files(queue_dir: str, root: str, counts: dict[str, int] | None = None) -> list[_File]:
-    """The queue's files that are read, in order, each sized to what it holds (read from its end; ``counts``:
-    file name relative to ``root`` -> what it holds, of files known unchanged since that was read)."""
+def _listing(queue_dir: str | None, root: str) -> list[tuple[str, str, int, int, tuple | None]]:
+    """(path, name relative to ``root``, queue byte offset, size, ``unreadable_queue_file``) of each file of the
+    queue's directory, in order: listed and sized once."""
+    out = []
+    for path, cq_offset in (StoreMap.queue_files(queue_dir) if queue_dir is not None else []):
+        size = os.path.getsize(path)
+        out.append((path, relative_name(path, root), cq_offset, size, unreadable_queue_file(path, cq_offset, size)))
+    return out
+
+
+def _queue_files(listed: list, counts: dict[str, int] | None = None) -> list[_File]:
+    """The queue's files that are read (``listed``: ``_listing``'s), in order, each sized to what it holds (read
+    from its end; ``counts``: file name relative to the root -> what it holds, of files known unchanged since
+    that was read)."""
     files, base = [], 0
     counts = counts or {}
-    for path, cq_offset in StoreMap.queue_files(queue_dir):
-        if unreadable_queue_file(path, cq_offset):
+    for path, name, cq_offset, _, unreadable in listed:
+        if unreadable:
             continue
-        f = _File(os.path.relpath(path, root), path, cq_offset, base=base)
+        f = _File(name, path, cq_offset, base=base)
         f.count = counts[f.name] if f.name in counts else held_file_count(path)
         files.append(f)
         base += f.count
@@ -148,12 +159,11 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     files' sizes and names and the queue's bounds are checked whole every time (no entry is read for them but
     the few files ``rocketmq_bounds`` reads)."""
     v = QueueVerdict(topic, queue_id)
-    files = _queue_files(queue_dir, root, (resume or {}).get("counts")) if queue_dir is not None else []
+    listed = _listing(queue_dir, root)
+    files = _queue_files(listed, (resume or {}).get("counts"))
     v.files = len(files)
     v.held = [(f.path, f.base, f.count) for f in files]
-    listed = StoreMap.queue_files(queue_dir) if queue_dir is not None else []
-    sizes = _file_findings(topic, queue_id, [(os.path.relpath(p, root), o, os.path.getsize(p),
-                                              unreadable_queue_file(p, o)) for p, o in listed], file_size)
+    sizes = _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size)
     v.min_offset, v.max_offset = cq.rocketmq_bounds([(f.name, f.cq_offset) for f in files],
                                                     lambda k: files[k].read(0, files[k].count), log.min_offset,
                                                     expired_min_is_max)

@@ -217,3 +217,43 @@ def test_on_rocketmq_stores_whose_checkpoint_moved_the_scrub_resumes_and_answers
     entry = scrub_golden(store, state)
     assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
     same_answer(entry, audit_golden(store))
+
+
+def test_an_old_queue_file_changed_in_place_with_its_time_put_back_is_not_trusted(tmp_path):
+    """The trust in a closed queue file is its size, times and inode: rewritten in place with its modification
+    time set back as it was, its change time (which no call sets back) still moved — checked whole."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    flip_entry(queue_file(store, "TopicTest", 1, 0), 2, keep_time=True)
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "run", entry["scrub"]
+    assert "below its queue's last checked entry, changed" in entry["scrub"]["cross_checks_whole_because"]
+    want = audit(store)
+    assert "consumequeue.entry_mismatch" in {f["check"] for f in want["findings"]}
+    same(entry, want)
+
+
+def test_an_old_index_file_changed_below_its_count_with_its_time_put_back_is_checked_again(tmp_path):
+    """An IndexFile that is neither the newest nor was is trusted by its size, times, inode and header (no
+    bytes read): one changed below its entry count, its header and modification time kept, is checked again
+    (its change time moved) and the finding is the audit's."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    old = sorted((store / "index").iterdir())[0]
+    st = old.stat()
+    data = bytearray(old.read_bytes())
+    g = indexfile.Geometry(OPTIONS["maxHashSlotNum"], OPTIONS["maxIndexNum"])
+    count = int(indexfile.decode_header(bytes(data[:40]))["index_count"])
+    assert count > 3
+    data[g.entries_start + indexfile.ENTRY_SIZE * 2 + 7] ^= 0x01          # entry 2's physical offset
+    old.write_bytes(bytes(data))
+    os.utime(old, ns=(st.st_atime_ns, st.st_mtime_ns))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed"
+    want = audit(store)
+    assert "index.wrong_entry" in {f["check"] for f in want["findings"]}
+    same(entry, want)
