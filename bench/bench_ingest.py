@@ -19,6 +19,13 @@ planning and job start included, in one warm session (a small read and a small D
    against the same query over the ``rocketmq`` source with only those two columns (the fast way) and with its
    full schema (what a query written without ``.schema`` decodes); best of three each.
 
+8. the bounds of the first two targets, same run: the full-schema read into a plain Parquet write (no Delta, no
+   partitions: Spark's own Parquet writer, what any Delta write here goes through), and the ceiling of a
+   writer in the Python workers (each segment decoded by our reader and written with pyarrow's Parquet writer,
+   snappy, one Spark task per segment, no Arrow-to-row hop: the Delta commit of such files is left out, it is
+   metadata); and Spark's fixed cost of a query (a count over a one-row DataFrame) and of the same count per
+   topic and hour over a 1,000-row Delta table (the warm-up's), which no layout of the big table can undercut.
+
 Targets (issue #28): first ingest >= 0.6x the read's rate; re-run <= 5 % of the first ingest, and after 1 %
 new data <= 5 % plus the read of that 1 %; the count over Delta >= 10x faster than over the source. The
 figures go to stdout and bench/out/ingest.json.
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import sys
 import time
@@ -55,6 +63,27 @@ def grow_store(files: list[Path], fraction: float) -> tuple[Path, int]:
     path = files[-1].parent / f"{base:020d}"
     path.write_bytes(data.tobytes())
     return path, written
+
+
+def pyarrow_write(task) -> int:
+    """Executor: one segment of the store decoded by our reader, every ingest column (bodies included), written
+    to ``out`` with pyarrow's Parquet writer (snappy); the rows written."""
+    import pyarrow.parquet as pq
+
+    from rocketstore_spark.datasource.commitlog import commitlog_batches
+    from rocketstore_spark.datasource.options import CommitLogOptions
+    from rocketstore_spark.datasource.planning import SegmentRange
+    from rocketstore_spark.spark.ingest import message_schema
+    store, path, base, size, out = task
+    writer, rows = None, 0
+    for batch in commitlog_batches(SegmentRange(store, path, base, 0, size, True), message_schema(True), [],
+                                   CommitLogOptions({"path": store})):
+        writer = writer or pq.ParquetWriter(out, batch.schema, compression="snappy")
+        writer.write_batch(batch, row_group_size=1 << 20)
+        rows += batch.num_rows
+    if writer:
+        writer.close()
+    return rows
 
 
 def main() -> None:
@@ -112,6 +141,17 @@ def main() -> None:
     finally:
         grown.unlink()
 
+    plain = args.out / "ingest-plain-parquet"
+    shutil.rmtree(plain, ignore_errors=True)
+    plain_s, _ = timed(lambda: spark.read.format("rocketmq").load(store).write.parquet(str(plain)))
+    shutil.rmtree(plain, ignore_errors=True)
+    plain.mkdir()
+    tasks = [(store, s.path, s.base_offset, s.size, str(plain / f"{s.base_offset}.parquet"))
+             for s in layout.segments]
+    pyarrow_s, pyarrow_rows = timed(lambda: sum(spark.sparkContext.parallelize(tasks, len(tasks))
+                                                .map(pyarrow_write).collect()))
+    shutil.rmtree(plain, ignore_errors=True)
+
     from pyspark.sql import functions as F
 
     def by_hour(df):
@@ -123,6 +163,8 @@ def main() -> None:
     source_q_s = best(lambda: by_hour(spark.read.format("rocketmq").schema("topic STRING, store_timestamp TIMESTAMP")
                                       .load(store)))
     source_full_q_s = best(lambda: by_hour(spark.read.format("rocketmq").load(store)))
+    floor_s = best(lambda: spark.range(1).groupBy("id").count().collect())
+    delta_tiny_s = best(lambda: by_hour(spark.read.format("delta").load(str(warm))))
     result = {
         "store_bytes": size, "messages": first.messages, "read_s": round(read_s, 2),
         "first_ingest_s": round(first_s, 2), "rerun_s": round(rerun_s, 2), "snapshots_s": round(snap_s, 2),
@@ -135,6 +177,12 @@ def main() -> None:
         "rerun_after_growth_target_s": round(0.05 * first_s + new_read_s, 2),
         "count_by_topic_hour_s": {"delta": round(delta_q_s, 2), "source_two_columns": round(source_q_s, 2),
                                   "source_full_schema": round(source_full_q_s, 2)},
+        "fixed_cost_s": {"spark_query": round(floor_s, 2),
+                         "count_by_topic_hour_over_1000_row_delta": round(delta_tiny_s, 2)},
+        "bounds": {"plain_parquet_write_s": round(plain_s, 2), "plain_parquet_vs_read": round(read_s / plain_s, 3),
+                   "pyarrow_write_in_workers_s": round(pyarrow_s, 2), "pyarrow_rows": pyarrow_rows,
+                   "pyarrow_write_vs_read": round(read_s / pyarrow_s, 3)},
+        "load_average": [round(v, 1) for v in os.getloadavg()],
         "delta_vs_source": round(source_q_s / delta_q_s, 2), "delta_vs_source_full": round(source_full_q_s / delta_q_s, 2),
     }
     print(json.dumps(result, indent=2))
