@@ -197,7 +197,8 @@ def detect(root: Path | None, conf: dict[str, str] | None = None) -> Engines:
 
 
 LMQ_ENGINE = "LMQ multi-dispatch"
-#: what is done for LMQ: the in-process rebuild, verify and recovery report (rebuild.output.rebuild_store,
+#: an engine we read (its finding the store.partial_engine warning: a clean LMQ store verifies clean); what is
+#: done for LMQ: the in-process rebuild, verify and recovery report (rebuild.output.rebuild_store,
 #: verify.store, recovery.report allow the engine by name); the Spark rebuild and verify and the repair refuse
 LMQ_READS = ("the %LMQ% queues are read as queues; `rocketstore rebuild` writes them, `rocketstore verify` checks "
              "them and the recovery report follows them as RocketMQ dispatches them (INNER_MULTI_DISPATCH / "
@@ -258,7 +259,7 @@ def _from_files(root: Path, out: Engines) -> None:
             lmq = []
         if lmq:
             out.add(LMQ_ENGINE, f"{len(lmq)} %LMQ% queue(s) in consumequeue/, e.g. {lmq[0]}",
-                    _DISPATCH_WORK | {Work.RECOVER}, cq / lmq[0], LMQ_READS)
+                    _DISPATCH_WORK | {Work.RECOVER}, cq / lmq[0], LMQ_READS, read=True)
 
 
 def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
@@ -277,4 +278,4 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
                 frozenset({Work.READ_INDEX, Work.REBUILD, Work.REPAIR}), where)
     if (_truthy(conf, "enableLmq") or _truthy(conf, "enableMultiDispatch")) and LMQ_ENGINE not in known:
         out.add(LMQ_ENGINE, "enableLmq/enableMultiDispatch=true in broker.conf",
-                _DISPATCH_WORK | {Work.RECOVER}, where, LMQ_READS)
+                _DISPATCH_WORK | {Work.RECOVER}, where, LMQ_READS, read=True)

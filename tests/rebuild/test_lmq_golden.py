@@ -131,6 +131,24 @@ def test_lmq_work_not_mirrored_yet_is_refused():
     assert not layout.refused(Work.CHECK_QUEUES, frozenset({"LMQ multi-dispatch"}))   # verify_store's
 
 
+def test_a_clean_lmq_store_verifies_with_the_engine_a_warning_that_alone_is_no_problem():
+    """LMQ is an engine we read (its queues checked as RocketMQ dispatches them): a store.partial_engine warning
+    naming what is still refused, which alone is no problem. On RocketMQ's own clean store the one problem verify
+    reports is the offset the generator committed past a queue's end (manifest: consumer_offsets_written)."""
+    from rocketstore_spark.findings import any_problem
+    from tests.cli.helpers import run
+    manifest = json.loads((GOLDEN / "clean" / "manifest.json").read_text())
+    layout = discover(str(GOLDEN / "clean" / "store"))[0]
+    engines = [f for f in layout.findings if f.check.endswith("_engine")]
+    assert [f.check for f in engines] == ["store.partial_engine"] and "so refused: " in engines[0].message
+    assert not any_problem(engines)
+    result = run("verify", GOLDEN / "clean" / "store", "--json")
+    problems = [(f["check"], f["topic"], f["queue_offset"]) for store in json.loads(result.stdout)["stores"] for f in store["findings"]
+                if f["severity"] in ("error", "warning") and f["check"] != "store.partial_engine"]
+    beyond = [o for o in manifest["consumer_offsets_written"] if o.endswith("=9999")]
+    assert problems == [("offsets.beyond_max", "%LMQ%gamma", 9999)] and beyond == ["%LMQ%gamma@%LMQ%beyond/0=9999"]
+    assert result.exit_code == 3
+
 def test_the_spark_jobs_refuse_lmq_stores(tmp_path):
     """The Spark rebuild and verify know no multi-dispatch entries: they refuse before any Spark work (no session
     is needed to see it)."""
