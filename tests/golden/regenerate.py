@@ -686,22 +686,12 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
     main = "io.rocketstore.golden.RocksDBGolden"
     folder = out / ROCKSDB_FOLDER
     names = []
-    for mode in modes:
+    for mode in ("clean", "crash", "torn"):
         sdir = folder / mode
         shutil.rmtree(sdir, ignore_errors=True)
         store = sdir / "store"
         surgery = []
-        if mode == "cut":
-            # the crash store with a record's body zeroed: its BODYCRC fails, so recovery cuts the log there
-            # and truncates every queue, the %LMQ% ones too, to the records before it
-            shutil.copytree(folder / "crash" / "store", store)
-            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
-            with open(segment, "r+b") as f:
-                f.seek(LMQ_CUT_AT)
-                f.write(bytes(16))
-            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_CUT_AT,
-                        "length": 16}]
-        elif mode == "torn":
+        if mode == "torn":
             # the clean store as a crash leaves it with a record of its last segment torn: the log then ends
             # before the database's dispatch checkpoint, and RocketMQ truncates the queues' maxes
             shutil.copytree(folder / "clean" / "store", store)
