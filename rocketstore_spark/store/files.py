@@ -93,13 +93,59 @@ def _json_counter(path: str) -> int:
 
 
 def read_topics(files: StoreMap) -> ConfigFile:
-    """config/topics.json: a dict per topic config (config_json.topics)."""
-    return read_config(files.topics_paths(), config_json.topics)
+    """config/topics.json: a dict per topic config (config_json.topics); on a broker that keeps its topics in
+    RocksDB (config/topics/ or config/metadata/, v1) as ``RocksDBTopicConfigManager.load`` sees them (``_kv_config``)."""
+    return _kv_config(files, read_config(files.topics_paths(), config_json.topics), "topics", False)
 
 
 def read_subscription_groups(files: StoreMap) -> ConfigFile:
-    """config/subscriptionGroup.json: a dict per consumer group (config_json.subscription_groups)."""
-    return read_config(files.subscription_groups_paths(), config_json.subscription_groups)
+    """config/subscriptionGroup.json: a dict per consumer group (config_json.subscription_groups); on a broker that
+    keeps its groups in RocksDB (config/subscriptionGroups/ or config/metadata/, v1) as
+    ``RocksDBSubscriptionGroupManager.load`` sees them (``_kv_config``)."""
+    return _kv_config(files, read_config(files.subscription_groups_paths(), config_json.subscription_groups),
+                      "subscriptionGroups", True)
+
+
+def _kv_config(files: StoreMap, json_file: ConfigFile, table: str, groups: bool) -> ConfigFile:
+    """The rows of a v1 RocksDB config table as the broker's RocksDB manager loads it: every key of the database
+    (a value that does not decode is a problem naming the key, and no row); then ``merge``: when the JSON file's
+    data version counter is greater than the database's, the JSON file's entries (and forbidden entries) are
+    put over the database's. No database: ``json_file`` as it is. A database that cannot be read: a problem
+    naming it, and no rows."""
+    from rocketstore_spark.store import rocksdb
+    found = rocksdb.config_db(files.root, table)
+    if found is None:
+        return json_file
+    try:
+        kv = rocksdb.read_rocksdb_config(*found, forbidden=groups)
+    except rocksdb.RocksDBUnreadable as e:
+        return ConfigFile(None, [], json_file.problems + [f"{e.path}: {e.why}"])
+    problems = json_file.problems + [f"{kv.path}: {p}" for p in kv.problems]
+    rows_of = (lambda t, f: config_json.group_rows(t, f)) if groups else (lambda t, f: config_json.topic_rows(t))
+    entries, forbidden = {}, {}
+    for key, value in kv.table.items():          # each entry alone: one bad value does not hide the others
+        try:
+            rows_of({key: value}, {})
+            entries[key] = value
+        except ValueError as e:
+            problems.append(f"{kv.path}: {key}: {e}")
+    for key, value in kv.forbidden.items():
+        try:
+            rows_of({}, {key: value})
+            forbidden[key] = value
+        except ValueError as e:
+            problems.append(f"{kv.path}: forbidden {key}: {e}")
+    source = kv.path
+    if json_file.source is not None and _json_counter(json_file.source) > (kv.counter or 0):
+        with open(json_file.source, "rb") as f:          # parsed already by read_config: it loads
+            text = f.read().decode("utf-8", "replace")
+        names = ("subscriptionGroupTable", "forbiddenTable") if groups else ("topicConfigTable",)
+        json_tables = config_json.tables(text, *names)
+        entries.update(json_tables[0])
+        if groups:
+            forbidden.update(json_tables[1])
+        source = f"{kv.path} + {json_file.source}"
+    return ConfigFile(source, rows_of(entries, forbidden), problems)
 
 
 def read_delay_offsets(files: StoreMap) -> ConfigFile:

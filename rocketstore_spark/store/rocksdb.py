@@ -1,5 +1,5 @@
 """RocketMQ's RocksDB databases in a store, read-only: the RocksDB ConsumeQueue (``storeType=defaultRocksDB``,
-5.2+) and the v1 RocksDB config's consumer offsets. Layout (RocketMQ 5.5.1's ``RocksDBConsumeQueueTable``,
+5.2+) and the v1 RocksDB config (consumer offsets, topics, subscription groups). Layout (RocketMQ 5.5.1's ``RocksDBConsumeQueueTable``,
 ``RocksDBConsumeQueueOffsetTable``, ``RocksDBConfigManager``; docs/format/rocksdb-queues.md):
 
     consumequeue/ (or consumequeue_rocksdb/ with useSeparateStorePathForRocksdbCQ), column families:
@@ -13,6 +13,10 @@
     config/consumerOffsets/ (v1; config/metadata/ column family "consumerOffset" with
       useSingleRocksDBForAllConfigs): key "topic@group", value JSON {"offsetTable":{"<queue>":offset}};
       column family "kvDataVersion" (consumerOffsetVersion) key "kvDataVersionKey": the DataVersion JSON.
+    config/topics/ (v1; config/metadata/ column families "topic" / "topicVersion"): key the topic name, value
+      the TopicConfig's JSON (fastjson, BrowserCompatible); config/subscriptionGroups/ (config/metadata/
+      "subscriptionGroup" / "subscriptionGroupVersion"): key the group, value the SubscriptionGroupConfig's
+      JSON, and column family "forbidden": key the group, value JSON {topic: forbidden bits}.
     Integers big-endian (Java ByteBuffer).
 
 Opening never writes under the store and never takes the broker's lock: the database directory is mirrored
@@ -279,24 +283,45 @@ class RocksOffsets:
 
 def read_rocksdb_offsets(db: Path, cf_name: str, version_cf: str) -> RocksOffsets:
     """Every ``topic@group`` key of ``db`` (``RocksDBConsumerOffsetManager.decodeOffset``)."""
-    rows, problems, counter = [], [], None
+    rows, problems = [], []
+    kv = read_kv(db, cf_name, version_cf)
+    for k, v in kv.tables[cf_name].items():
+        key = k.decode("utf-8", "replace")
+        topic, at, group = key.rpartition("@")
+        try:
+            table = json.loads(v.decode("utf-8"))["offsetTable"]
+            parsed = sorted((int(q), int(o)) for q, o in table.items())
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            problems.append(f"{key}: {type(e).__name__}: {e}")
+            continue
+        if not at:
+            problems.append(f"{key}: not topic@group")
+            continue
+        rows.extend((topic, group, q, o) for q, o in parsed)
+    return RocksOffsets(str(db), rows, kv.counter, problems + kv.problems)
+
+
+@dataclass
+class RocksKV:
+    """Column families of a RocksDB config database, each key -> value (raw bytes) in key order, and the
+    kv data version's counter (None when the database has none)."""
+    path: str
+    tables: dict[str, dict[bytes, bytes]]
+    counter: int | None
+    problems: list[str]
+
+
+def read_kv(db: Path, cf_name: str, version_cf: str, optional: tuple[str, ...] = ()) -> RocksKV:
+    """``RocksDBConfigManager.loadDataVersion`` and ``loadData`` of one v1 config database read-only: every pair
+    of column family ``cf_name`` (required) and of ``optional`` ones (absent: empty, as ``iterate`` skips a
+    column family it lacks), and ``version_cf``'s ``kvDataVersionKey`` counter."""
+    problems, counter, tables = [], None, {}
     with open_readonly(db) as rd:
-        cf = _column(rd, cf_name)
-        if cf is None:
-            raise RocksDBUnreadable(db, f"no '{cf_name}' column family")
-        for k, v in _pairs(cf, str(db), cf_name):
-            key = k.decode("utf-8", "replace")
-            topic, at, group = key.rpartition("@")
-            try:
-                table = json.loads(v.decode("utf-8"))["offsetTable"]
-                parsed = sorted((int(q), int(o)) for q, o in table.items())
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
-                problems.append(f"{key}: {type(e).__name__}: {e}")
-                continue
-            if not at:
-                problems.append(f"{key}: not topic@group")
-                continue
-            rows.extend((topic, group, q, o) for q, o in parsed)
+        for name in (cf_name, *optional):
+            cf = _column(rd, name)
+            if cf is None and name == cf_name:
+                raise RocksDBUnreadable(db, f"no '{cf_name}' column family")
+            tables[name] = {} if cf is None else dict(_pairs(cf, str(db), name))
         vcf = _column(rd, version_cf)
         raw = vcf.get(DATA_VERSION_KEY) if vcf is not None else None
         if raw:
@@ -304,4 +329,76 @@ def read_rocksdb_offsets(db: Path, cf_name: str, version_cf: str) -> RocksOffset
                 counter = int(json.loads(raw.decode("utf-8"))["counter"])
             except (ValueError, KeyError, TypeError):
                 problems.append(f"{DATA_VERSION_KEY.decode()}: unparsable data version")
-    return RocksOffsets(str(db), rows, counter, problems)
+    return RocksKV(str(db), tables, counter, problems)
+
+
+# ---------------------------------------------------------------------- topics and subscription groups (v1)
+
+#: the v1 databases of each config table: (directory under config/, column family, data version column
+#: family), the separate database first (RocksDBTopicConfigManager / RocksDBSubscriptionGroupManager
+#: .rocksdbConfigFilePath; config/metadata/ with useSingleRocksDBForAllConfigs)
+CONFIG_DBS = {
+    "topics": (("topics", "default", "kvDataVersion"), ("metadata", "topic", "topicVersion")),
+    "subscriptionGroups": (("subscriptionGroups", "default", "kvDataVersion"),
+                           ("metadata", "subscriptionGroup", "subscriptionGroupVersion")),
+}
+FORBIDDEN_CF = "forbidden"      # RocksDBSubscriptionGroupManager: group -> JSON {topic: bits}, both layouts
+
+
+def config_db(root: Path | None, table: str) -> tuple[Path, str, str] | None:
+    """(database, column family, data version column family) of the store's v1 RocksDB ``table`` ("topics",
+    "subscriptionGroups"), or None when the broker keeps it in its JSON file."""
+    if root is None:
+        return None
+    for name, cf, version_cf in CONFIG_DBS[table]:
+        # config/metadata/ holds a table only once its column family exists (a single database may carry
+        # only the consumer offsets)
+        if is_rocksdb(root / "config" / name) and (name != "metadata" or cf in _column_families(root / "config" / name)):
+            return root / "config" / name, cf, version_cf
+    return None
+
+
+def _column_families(db: Path) -> list[str]:
+    try:
+        from rocksdict import Rdict
+        return Rdict.list_cf(str(db))          # reads CURRENT and the MANIFEST only
+    except Exception:
+        return []
+
+
+@dataclass
+class RocksConfig:
+    """A v1 RocksDB config table as the broker's manager decodes it: ``table`` name -> parsed JSON object
+    (TopicConfig / SubscriptionGroupConfig), ``forbidden`` group -> parsed JSON {topic: bits} (groups only),
+    the data version counter, and the keys passed over ("key: why")."""
+    path: str
+    table: dict[str, object]
+    forbidden: dict[str, object]
+    counter: int | None
+    problems: list[str]
+
+
+def read_rocksdb_config(db: Path, cf_name: str, version_cf: str, forbidden: bool = False) -> RocksConfig:
+    """``decodeTopicConfig`` / ``decodeSubscriptionGroup`` (key: the name in UTF-8, value: the config's JSON) of
+    every key, and with ``forbidden`` (the groups) ``decodeForbidden`` of that column family. A value that is not a JSON object is
+    a problem naming its key and is passed over (the broker's ``JSON.parseObject`` would stop its start-up)."""
+    kv = read_kv(db, cf_name, version_cf, (FORBIDDEN_CF,) if forbidden else ())
+    problems = list(kv.problems)
+
+    def decode(pairs: dict[bytes, bytes]) -> dict[str, object]:
+        out = {}
+        for k, v in pairs.items():
+            key = k.decode("utf-8", "replace")
+            try:
+                value = json.loads(v.decode("utf-8"))
+            except (ValueError, RecursionError) as e:
+                problems.append(f"{key}: not JSON: {e}")
+                continue
+            if not isinstance(value, dict):
+                problems.append(f"{key}: not a JSON object")
+                continue
+            out[key] = value
+        return out
+
+    return RocksConfig(str(db), decode(kv.tables[cf_name]), decode(kv.tables.get(FORBIDDEN_CF, {})), kv.counter,
+                       problems)

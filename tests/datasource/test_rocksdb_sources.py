@@ -25,3 +25,16 @@ def test_rocksdb_queues_and_offsets_as_tables(spark):
     assert {(r.topic, r.consumer_group, r.queue_id): r.consumer_offset for r in rows} == written_offsets()
     assert {r.source_file.rsplit("/", 2)[-2:] == ["config", "consumerOffsets"] for r in rows} == {True}
     assert {s: snapshot(store(s)) for s in SCENARIOS} == before
+
+
+def test_topics_and_groups_in_rocksdb_as_tables(spark, tmp_path):
+    # the v1 RocksDB config (RocksDBConfigGolden: RocketMQ 5.5.1's v1 RocksDBConfigManager) beside the store's
+    # RocksDB consumer offsets: rows equal to what RocketMQ's managers load back
+    from tests.golden.goldens import canonical
+    from tests.store.test_rocksdb_config import expected, with_config
+    root = with_config(tmp_path, "config-v1")
+    for table, source, db in (("topics", "rocketmq_topics", "topics"),
+                              ("subscription_groups", "rocketmq_subscription_groups", "subscriptionGroups")):
+        rows = [r.asDict() for r in spark.read.format(source).load(str(root)).collect()]
+        assert {(r.pop("store"), r.pop("source_file")) for r in rows} == {(str(root), str(root / "config" / db))}
+        assert canonical(rows) == expected("config-v1", table)
