@@ -33,6 +33,7 @@ import org.rocksdb.CompressionType;
  * Built only with -Drocksdb; run by tests/golden/regenerate.py --rocksdb-config:
  *
  *   write --store DIR [--single]              the system topics and groups, the golden ones, an update, a delete
+ *   write-v2, view-v2: the same for v2's config/rdb (RocksDBConfigV2Golden)
  *   view  --store DIR [--single] --work SCRATCH --out FILE  what the managers load back: RocksDBConfigManager.loadDataVersion
  *                                             and loadData with the managers' decodeTopicConfig /
  *                                             decodeSubscriptionGroup / decodeForbidden (read-only open)
@@ -54,6 +55,8 @@ final class RocksDBConfigGolden {
             switch (args.command) {
                 case "write": write(args); break;
                 case "view": view(args); break;
+                case "write-v2": RocksDBConfigV2Golden.write(args.get("store")); break;     // config/rdb (v2)
+                case "view-v2": RocksDBConfigV2Golden.view(args); break;
                 default: throw new IllegalArgumentException("unknown command " + args.command);
             }
         } catch (Exception | Error e) {
