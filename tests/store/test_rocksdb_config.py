@@ -2,8 +2,9 @@
 useSingleRocksDBForAllConfigs' config/metadata/) against what RocketMQ 5.5.1's own v1 RocksDBConfigManager
 loads back (tests/golden/rocksdb-5.5.1/config-v1*/manifest.json, RocksDBConfigGolden): every row, the removed
 topic and group absent, the last put winning, the forbidden bits; a newer JSON file merged as the broker's
-``merge`` does; the database untouched; a damaged one a problem naming it, never a traceback; the v2
-config/rdb still refused."""
+``merge`` does. Topics, groups and consumer offsets of v2's config/rdb/ against what RocketMQ's ConfigStorage
+and the v2 managers' parsing load back (config-v2/manifest.json, RocksDBConfigV2Golden). The databases
+untouched; a damaged one a problem naming it, never a traceback; a repair still refused."""
 from __future__ import annotations
 
 import json
@@ -15,13 +16,14 @@ import pytest
 
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.engines import UnsupportedStore, Work, detect
-from rocketstore_spark.store.files import read_subscription_groups, read_topics
+from rocketstore_spark.store.files import read_consumer_offsets, read_subscription_groups, read_topics
 from rocketstore_spark.store.layout import StoreMap
 from tests.golden.goldens import canonical, expected_config_rows
 from tests.store.test_rocksdb import snapshot, store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "rocksdb-5.5.1"
-CONFIG_SCENARIOS = {"config-v1": ("topics", "subscriptionGroups"), "config-v1-single": ("metadata", "metadata")}
+CONFIG_SCENARIOS = {"config-v1": ("topics", "subscriptionGroups"), "config-v1-single": ("metadata", "metadata"),
+                    "config-v2": ("rdb", "rdb")}
 
 
 def config_manifest(scenario: str) -> dict:
@@ -57,9 +59,9 @@ def test_topics_and_groups_are_what_rocketmqs_managers_load(scenario):
     assert canonical(groups.rows) == expected(scenario, "subscription_groups")
     topic_db, group_db = CONFIG_SCENARIOS[scenario]
     assert (topics.source, groups.source) == (str(root / "config" / topic_db), str(root / "config" / group_db))
-    removed_topic, removed_group = config_manifest(scenario)["removed"]
-    assert removed_topic not in {r["topic"] for r in topics.rows}
-    assert removed_group not in {r["consumer_group"] for r in groups.rows}
+    removed = config_manifest(scenario)["removed"]
+    assert removed[0] not in {r["topic"] for r in topics.rows}
+    assert removed[1:] == [] or removed[1] not in {r["consumer_group"] for r in groups.rows}
     engines = detect(root)
     assert {f.check for f in engines.findings} == {"store.partial_engine"}
     engines.refuse(Work.READ_CONFIG)
@@ -118,11 +120,33 @@ def test_a_damaged_database_is_a_problem_naming_it_not_a_traceback(tmp_path):
     assert "Traceback" not in r.output
 
 
-def test_the_v2_config_rdb_is_still_refused(tmp_path):
-    root = with_config(tmp_path, "config-v1")
-    shutil.copytree(root / "config" / "topics", root / "config" / "rdb")     # a RocksDB database in v2's place
+def test_v2_consumer_offsets_are_what_rocketmq_committed_and_the_store_is_left_alone(tmp_path):
+    root = with_config(tmp_path, "config-v2")            # beside v1's config/consumerOffsets/: v2 is the broker's
+    before = snapshot(root)
+    offsets = read_consumer_offsets(discover(str(root))[0].files)
+    want = [(topic, group, queue_id, offset) for group, topic, queue_id, offset in
+            config_manifest("config-v2")["consumer_offsets"]]
+    assert offsets.problems == [] and offsets.source == str(root / "config" / "rdb")
+    assert sorted(offsets.rows) == sorted(want)
+    pulls = {tuple(p) for p in config_manifest("config-v2")["pull_offsets"]}
+    assert pulls and not {(g, t, q, o) for t, g, q, o in offsets.rows} & pulls     # pull offsets are not commits
     layout = discover(str(root))[0]
+    layout.refuse(Work.READ_OFFSETS)
+    layout.refuse(Work.READ_CONFIG)
     with pytest.raises(UnsupportedStore, match="config/rdb/"):
-        layout.refuse(Work.READ_CONFIG)
-    with pytest.raises(UnsupportedStore, match="config/rdb/"):
-        layout.refuse(Work.READ_OFFSETS)
+        layout.refuse(Work.REPAIR)
+    assert snapshot(root) == before
+
+
+def test_a_damaged_v2_database_is_a_problem_naming_it(tmp_path):
+    from tests.cli.helpers import run
+    root = with_config(tmp_path, "config-v2")
+    for p in (root / "config" / "rdb").glob("MANIFEST-*"):
+        p.unlink()
+    files = discover(str(root))[0].files
+    for reader in (read_topics, read_subscription_groups, read_consumer_offsets):
+        config = reader(files)
+        assert config.rows == [] and any("config/rdb" in p for p in config.problems), reader
+    r = run("offsets", root)
+    assert r.exit_code == 3 and "offsets.unreadable" in r.output and "config/rdb" in r.output
+    assert "Traceback" not in r.output
