@@ -177,12 +177,24 @@ TOPIC_FIELDS = (
 
 def topics(text: str) -> list[dict]:
     """One row per topicConfigTable entry: ``topic`` (its key), the TOPIC_FIELDS columns and ``perm_string``."""
+    return topic_rows(tables(text, "topicConfigTable")[0])
+
+
+def topic_rows(table: dict) -> list[dict]:
+    """``topics``' rows of a topic -> TopicConfig (parsed JSON) mapping: topics.json's topicConfigTable, or the
+    v1 RocksDB topics database (store.rocksdb: one TopicConfig JSON value per topic key)."""
     rows = []
-    for topic, config in _table(_document(text), "topicConfigTable").items():
+    for topic, config in table.items():
         row = {"topic": topic, **_fields(config, TOPIC_FIELDS, f"topicConfigTable[{topic!r}]")}
         row["perm_string"] = None if row["perm"] is None else perm_string(row["perm"])
         rows.append(row)
     return rows
+
+
+def tables(text: str, *names: str) -> list[dict]:
+    """The top-level tables ``names`` of a config file text (missing: empty), each a JSON object."""
+    doc = _document(text)
+    return [_table(doc, name) for name in names]
 
 
 GROUP_FIELDS = (
@@ -201,12 +213,18 @@ def subscription_groups(text: str) -> list[dict]:
     """One row per subscriptionGroupTable entry: ``consumer_group`` (its key), the GROUP_FIELDS columns and
     ``forbidden`` (its forbiddenTable entry, topic -> bits; None without one). A group that only the
     forbiddenTable names gets a row of its own with the GROUP_FIELDS columns None."""
-    doc = _document(text)
+    return group_rows(*tables(text, "subscriptionGroupTable", "forbiddenTable"))
+
+
+def group_rows(table: dict, forbidden_table: dict) -> list[dict]:
+    """``subscription_groups``' rows of a group -> SubscriptionGroupConfig mapping and a group -> {topic: bits}
+    mapping: subscriptionGroup.json's two tables, or the v1 RocksDB groups database's default and
+    ``forbidden`` column families (store.rocksdb)."""
     forbidden = {group: _int_map(per_topic, f"forbiddenTable[{group!r}]")
-                 for group, per_topic in _table(doc, "forbiddenTable").items()}
+                 for group, per_topic in forbidden_table.items()}
     rows = [{"consumer_group": group, **_fields(config, GROUP_FIELDS, f"subscriptionGroupTable[{group!r}]"),
              "forbidden": forbidden.pop(group, None)}
-            for group, config in _table(doc, "subscriptionGroupTable").items()]
+            for group, config in table.items()]
     empty = dict.fromkeys(column for column, _, _ in GROUP_FIELDS)
     return rows + [{"consumer_group": group, **empty, "forbidden": bits} for group, bits in forbidden.items()]
 

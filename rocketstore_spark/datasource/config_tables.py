@@ -1,5 +1,7 @@
 """The broker's other config files as small tables, read as the broker loads them — the file, or its ``.bak``
-when the file is missing, empty or unparsable (``source_file`` says which; neither: no rows):
+when the file is missing, empty or unparsable (``source_file`` says which; neither: no rows); topics and groups
+from the v1 RocksDB config where the broker keeps them there (``store.files.read_topics``: ``source_file`` the
+database, or the database and the newer JSON file merged over it):
 
 * ``spark.read.format("rocketmq_topics")``: one row per topic of ``config/topics.json`` — queue counts,
   ``perm`` and its ``perm_string`` (``RWX``, as ``PermName.perm2String``), filter type, sysflag, ``order``,
@@ -50,7 +52,7 @@ class DelayOffsetsReader(ConfigTableReader):
 
 
 class TopicsDataSource(TableSource):
-    """Topic configurations from config/topics.json (.bak fallback as the broker does)."""
+    """Topic configurations from config/topics.json (.bak fallback as the broker does), or the v1 RocksDB config."""
     NAME = "rocketmq_topics"
     WORK = Work.READ_CONFIG
     SCHEMA = TOPICS_SCHEMA
@@ -58,7 +60,8 @@ class TopicsDataSource(TableSource):
 
 
 class SubscriptionGroupsDataSource(TableSource):
-    """Consumer group configurations from config/subscriptionGroup.json (.bak fallback as the broker does)."""
+    """Consumer group configurations from config/subscriptionGroup.json (.bak fallback as the broker does), or the
+    v1 RocksDB config."""
     NAME = "rocketmq_subscription_groups"
     WORK = Work.READ_CONFIG
     SCHEMA = SUBSCRIPTION_GROUPS_SCHEMA

@@ -82,8 +82,7 @@ class RocksDBSimulation(Simulation):
         maxes = {key: (q.max[1], q.max[0]) for key, q in self.table.queues.items() if q.max is not None}
         by_key = {q.key: q for q in queues}
         checkpoint = self.dispatch_from
-        for decoder, key, win, take in self._queued_windows(lo, po):
-            qo, phy, size = win.queue_offset[take], win.physical_offset[take], win.size[take]
+        for decoder, key, phy, qo, size in self._queued_windows(lo, po):
             checkpoint = int(phy[-1] + size[-1])
             for k in np.unique(key).tolist():
                 rows = np.flatnonzero(key == k)

@@ -26,14 +26,14 @@ A DLedger store with one ``dledger-<selfId>/data/`` is read (``store.discovery``
 the divide, then the entries of the data files); its queues and config are classic files, checked and rebuilt
 against that log; its restart is predicted (``rocketmq.dledger_recovery``). A repair stays refused.
 
-The RocksDB ConsumeQueue and v1 RocksDB consumer offsets are read (``store.rocksdb``; the queue checks, the
-lag and the recovery report follow them): only the work still not done on them is refused (reading
-ConsumeQueue files — queries, exports and system-topic views by queue —, a rebuild, a repair; topics and
-subscription groups in RocksDB; the v2 ``config/rdb``).
+The RocksDB ConsumeQueue and the RocksDB config — v1 and v2's ``config/rdb``: consumer offsets, topics,
+subscription groups — are read (``store.rocksdb``, ``store.files``; the queue checks, the lag and the recovery
+report follow them): only the work still not done on them is refused (reading ConsumeQueue files — queries,
+exports and system-topic views by queue —, a rebuild, a repair).
 
 Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, an error naming
 the evidence and what is refused); an engine we do read, with some work still not mirrored — a DLedger
-CommitLog, a RocksDB ConsumeQueue, v1 RocksDB consumer offsets — is a ``store.partial_engine`` warning naming what
+CommitLog, a RocksDB ConsumeQueue, the RocksDB config — is a ``store.partial_engine`` warning naming what
 is read and what is refused. ``Engines.refuse`` stops the work either would get wrong — reading the CommitLog
 of a DLedger store, taking queue bounds from ConsumeQueue files a RocksDB store does not use, a rebuild, a
 repair, a recovery verdict — with a one-line ``UnsupportedStore`` error: a refusal, never a silent wrong
@@ -112,9 +112,21 @@ KNOWN_ROOT_ENTRIES = frozenset({
 # what a file system or a person puts beside a store without being part of it: not worth a finding (hidden
 # entries — a dot file — are passed over too)
 NOT_STORE_ENTRIES = frozenset({"lost+found"})
-KNOWN_CONFIG_DIRS = {"topics": "topics", "consumerOffsets": "consumer offsets",
-                     "subscriptionGroups": "subscription groups", "rdb": "every config table (v2)",
-                     "metadata": "every config table (useSingleRocksDBForAllConfigs)"}
+# the RocksDB config databases: what each holds, and how store.rocksdb reads it (store.files: consumer offsets,
+# topics, groups as the broker's v1 RocksDB managers load them, merge with a newer JSON file included, and as
+# the v2 managers load config/rdb); a repair stays refused on all of them
+KNOWN_CONFIG_DIRS = {
+    "topics": ("topics", "topics read from RocksDB, as RocksDBTopicConfigManager loads them"),
+    "consumerOffsets": ("consumer offsets",
+                        "consumer offsets read from RocksDB, as RocksDBConsumerOffsetManager loads them"),
+    "subscriptionGroups": ("subscription groups", "subscription groups and their forbidden bits read from RocksDB, "
+                                                  "as RocksDBSubscriptionGroupManager loads them"),
+    "rdb": ("every config table (v2)", "consumer offsets, topics and subscription groups read from RocksDB, as the "
+                                       "v2 managers (configManagerVersion=v2) load them"),
+    "metadata": ("every config table (useSingleRocksDBForAllConfigs)",
+                 "consumer offsets, topics and subscription groups read from RocksDB, as the v1 RocksDB managers "
+                 "load them with useSingleRocksDBForAllConfigs"),
+}
 
 
 def is_rocksdb(path: Path) -> bool:
@@ -231,16 +243,10 @@ def _from_files(root: Path, out: Engines) -> None:
         out.add("RocksDB ConsumeQueue", "consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ)",
                 _ROCKSDB_QUEUE_WORK, root / "consumequeue_rocksdb", _ROCKSDB_QUEUE_READS, read=True)
     config = root / "config"
-    for sub, what in KNOWN_CONFIG_DIRS.items():
+    for sub, (what, reads) in KNOWN_CONFIG_DIRS.items():
         if is_rocksdb(config / sub):
-            if sub in ("consumerOffsets", "metadata"):          # read by store.rocksdb (v1 layout)
-                out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB", frozenset({Work.REPAIR}),
-                        config / sub, "consumer offsets read from RocksDB, as RocksDBConsumerOffsetManager loads them",
-                        read=True)
-            else:
-                out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB; the JSON files may be stale",
-                        frozenset({Work.READ_CONFIG, Work.REPAIR}) | (
-                            {Work.READ_OFFSETS} if sub == "rdb" else set()), config / sub)
+            out.add("RocksDB config", f"config/{sub}/ holds {what} in RocksDB", frozenset({Work.REPAIR}),
+                    config / sub, reads, read=True)
     if (root / "rocksdbstore").is_dir() and _holds_data(root / "rocksdbstore"):
         out.add("RocksDB message store", "rocksdbstore/ holds data (5.5's RocksDB index, timer or transaction store)",
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")

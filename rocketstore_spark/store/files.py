@@ -61,9 +61,11 @@ def read_consumer_offsets(files: StoreMap) -> ConfigFile:
     """config/consumerOffset.json: (topic, group, queue_id, offset) rows (config/lmqConsumerOffset.json when there
     is one: a broker with enableLmq keeps every group's offsets there); on a broker that keeps them in RocksDB
     (config/consumerOffsets/, v1), the database's, unless the JSON file's data version is newer (then the broker
-    loads the JSON file: ``RocksDBConsumerOffsetManager.merge``). A database that cannot be read is a problem
-    naming it, and no rows."""
+    loads the JSON file: ``RocksDBConsumerOffsetManager.merge``); on a v2 broker (config/rdb/) the database's
+    (``_v2_config``). A database that cannot be read is a problem naming it, and no rows."""
     from rocketstore_spark.store import rocksdb
+    if rocksdb.v2_db(files.root) is not None:         # configManagerVersion=v2: ConsumerOffsetManagerV2, whatever else
+        return _v2_config(files, "offsets")
     lmq = files.lmq_consumer_offsets_paths()
     if any(p.is_file() for p in lmq):
         # a broker with enableLmq loads only config/lmqConsumerOffset.json (LmqConsumerOffsetManager.configFilePath)
@@ -93,13 +95,88 @@ def _json_counter(path: str) -> int:
 
 
 def read_topics(files: StoreMap) -> ConfigFile:
-    """config/topics.json: a dict per topic config (config_json.topics)."""
-    return read_config(files.topics_paths(), config_json.topics)
+    """config/topics.json: a dict per topic config (config_json.topics); on a broker that keeps its topics in
+    RocksDB (config/topics/ or config/metadata/, v1) as ``RocksDBTopicConfigManager.load`` sees them (``_kv_config``),
+    and in v2's config/rdb/ as ``TopicConfigManagerV2.load`` does (``_v2_config``)."""
+    return _kv_config(files, read_config(files.topics_paths(), config_json.topics), "topics", False)
 
 
 def read_subscription_groups(files: StoreMap) -> ConfigFile:
-    """config/subscriptionGroup.json: a dict per consumer group (config_json.subscription_groups)."""
-    return read_config(files.subscription_groups_paths(), config_json.subscription_groups)
+    """config/subscriptionGroup.json: a dict per consumer group (config_json.subscription_groups); on a broker that
+    keeps its groups in RocksDB (config/subscriptionGroups/ or config/metadata/, v1) as
+    ``RocksDBSubscriptionGroupManager.load`` sees them (``_kv_config``), and in v2's config/rdb/ as
+    ``SubscriptionGroupManagerV2.load`` does (``_v2_config``)."""
+    return _kv_config(files, read_config(files.subscription_groups_paths(), config_json.subscription_groups),
+                      "subscriptionGroups", True)
+
+
+def _kv_config(files: StoreMap, json_file: ConfigFile, table: str, groups: bool) -> ConfigFile:
+    """The rows of a v1 RocksDB config table as the broker's RocksDB manager loads it: every key of the database
+    (a value that does not decode is a problem naming the key, and no row); then ``merge``: when the JSON file's
+    data version counter is greater than the database's, the JSON file's entries (and forbidden entries) are
+    put over the database's. No database: ``json_file`` as it is. A database that cannot be read: a problem
+    naming it, and no rows."""
+    from rocketstore_spark.store import rocksdb
+    if rocksdb.v2_db(files.root) is not None:
+        return _v2_config(files, "groups" if groups else "topics")
+    found = rocksdb.config_db(files.root, table)
+    if found is None:
+        return json_file
+    try:
+        kv = rocksdb.read_rocksdb_config(*found, forbidden=groups)
+    except rocksdb.RocksDBUnreadable as e:
+        return ConfigFile(None, [], json_file.problems + [f"{e.path}: {e.why}"])
+    problems = json_file.problems + [f"{kv.path}: {p}" for p in kv.problems]
+    rows_of = (lambda t, f: config_json.group_rows(t, f)) if groups else (lambda t, f: config_json.topic_rows(t))
+    entries, forbidden = {}, {}
+    for key, value in kv.table.items():          # each entry alone: one bad value does not hide the others
+        try:
+            rows_of({key: value}, {})
+            entries[key] = value
+        except ValueError as e:
+            problems.append(f"{kv.path}: {key}: {e}")
+    for key, value in kv.forbidden.items():
+        try:
+            rows_of({}, {key: value})
+            forbidden[key] = value
+        except ValueError as e:
+            problems.append(f"{kv.path}: forbidden {key}: {e}")
+    source = kv.path
+    if json_file.source is not None and _json_counter(json_file.source) > (kv.counter or 0):
+        with open(json_file.source, "rb") as f:          # parsed already by read_config: it loads
+            text = f.read().decode("utf-8", "replace")
+        names = ("subscriptionGroupTable", "forbiddenTable") if groups else ("topicConfigTable",)
+        json_tables = config_json.tables(text, *names)
+        entries.update(json_tables[0])
+        if groups:
+            forbidden.update(json_tables[1])
+        source = f"{kv.path} + {json_file.source}"
+    return ConfigFile(source, rows_of(entries, forbidden), problems)
+
+
+def _v2_config(files: StoreMap, table: str) -> ConfigFile:
+    """``table`` ("topics", "groups", "offsets") of config/rdb/ (configManagerVersion=v2): the broker's v2
+    managers load the database alone (no JSON file merge, no forbidden table), so do we; a store that has
+    config/rdb/ is read as a v2 broker's even beside v1 databases or JSON files (a broker switched back to v1
+    would leave it stale: broker.conf's configManagerVersion decides, which the files do not show). Records that
+    do not decode are problems naming them; an unreadable database a problem naming it, and no rows."""
+    from rocketstore_spark.store import rocksdb
+    db = rocksdb.v2_db(files.root)
+    try:
+        kv = rocksdb.read_v2(db)
+    except rocksdb.RocksDBUnreadable as e:
+        return ConfigFile(None, [], [f"{e.path}: {e.why}"])
+    problems = [f"{kv.path}: {p}" for p in kv.problems]
+    if table == "offsets":
+        return ConfigFile(kv.path, kv.offsets, problems)
+    rows_of = (lambda t: config_json.group_rows(t, {})) if table == "groups" else config_json.topic_rows
+    rows = []
+    for key, value in (kv.groups if table == "groups" else kv.topics).items():
+        try:
+            rows += rows_of({key: value})
+        except ValueError as e:
+            problems.append(f"{kv.path}: {key}: {e}")
+    return ConfigFile(kv.path, rows, problems)
 
 
 def read_delay_offsets(files: StoreMap) -> ConfigFile:

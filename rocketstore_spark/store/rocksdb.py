@@ -1,5 +1,5 @@
 """RocketMQ's RocksDB databases in a store, read-only: the RocksDB ConsumeQueue (``storeType=defaultRocksDB``,
-5.2+) and the v1 RocksDB config's consumer offsets. Layout (RocketMQ 5.5.1's ``RocksDBConsumeQueueTable``,
+5.2+) and the RocksDB config (v1 and v2: consumer offsets, topics, subscription groups). Layout (RocketMQ 5.5.1's ``RocksDBConsumeQueueTable``,
 ``RocksDBConsumeQueueOffsetTable``, ``RocksDBConfigManager``; docs/format/rocksdb-queues.md):
 
     consumequeue/ (or consumequeue_rocksdb/ with useSeparateStorePathForRocksdbCQ), column families:
@@ -13,6 +13,17 @@
     config/consumerOffsets/ (v1; config/metadata/ column family "consumerOffset" with
       useSingleRocksDBForAllConfigs): key "topic@group", value JSON {"offsetTable":{"<queue>":offset}};
       column family "kvDataVersion" (consumerOffsetVersion) key "kvDataVersionKey": the DataVersion JSON.
+    config/topics/ (v1; config/metadata/ column families "topic" / "topicVersion"): key the topic name, value
+      the TopicConfig's JSON (fastjson, BrowserCompatible); config/subscriptionGroups/ (config/metadata/
+      "subscriptionGroup" / "subscriptionGroupVersion"): key the group, value the SubscriptionGroupConfig's
+      JSON, and column family "forbidden": key the group, value JSON {topic: forbidden bits}.
+    config/rdb/ (configManagerVersion=v2, 5.3.2+; ConfigStorage, ConfigHelper, the *ManagerV2), one column family:
+      key  0x01 | int16 table id | record prefix (2 data, 1 data version) | ...
+           topics (3), groups (4): int16 len | name        value 0x01 (JSON) | the config's JSON
+           consumer offsets (1), pull offsets (2): int16 len | group | 0x01 | int16 len | topic | 0x01 | int32 queue
+                                                          value int64 offset
+           data version: "data_version"                   value int64 state version | timestamp | counter
+      (no forbidden table, no JSON file merge: the v2 managers have neither)
     Integers big-endian (Java ByteBuffer).
 
 Opening never writes under the store and never takes the broker's lock: the database directory is mirrored
@@ -279,24 +290,45 @@ class RocksOffsets:
 
 def read_rocksdb_offsets(db: Path, cf_name: str, version_cf: str) -> RocksOffsets:
     """Every ``topic@group`` key of ``db`` (``RocksDBConsumerOffsetManager.decodeOffset``)."""
-    rows, problems, counter = [], [], None
+    rows, problems = [], []
+    kv = read_kv(db, cf_name, version_cf)
+    for k, v in kv.tables[cf_name].items():
+        key = k.decode("utf-8", "replace")
+        topic, at, group = key.rpartition("@")
+        try:
+            table = json.loads(v.decode("utf-8"))["offsetTable"]
+            parsed = sorted((int(q), int(o)) for q, o in table.items())
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            problems.append(f"{key}: {type(e).__name__}: {e}")
+            continue
+        if not at:
+            problems.append(f"{key}: not topic@group")
+            continue
+        rows.extend((topic, group, q, o) for q, o in parsed)
+    return RocksOffsets(str(db), rows, kv.counter, problems + kv.problems)
+
+
+@dataclass
+class RocksKV:
+    """Column families of a RocksDB config database, each key -> value (raw bytes) in key order, and the
+    kv data version's counter (None when the database has none)."""
+    path: str
+    tables: dict[str, dict[bytes, bytes]]
+    counter: int | None
+    problems: list[str]
+
+
+def read_kv(db: Path, cf_name: str, version_cf: str, optional: tuple[str, ...] = ()) -> RocksKV:
+    """``RocksDBConfigManager.loadDataVersion`` and ``loadData`` of one v1 config database read-only: every pair
+    of column family ``cf_name`` (required) and of ``optional`` ones (absent: empty, as ``iterate`` skips a
+    column family it lacks), and ``version_cf``'s ``kvDataVersionKey`` counter."""
+    problems, counter, tables = [], None, {}
     with open_readonly(db) as rd:
-        cf = _column(rd, cf_name)
-        if cf is None:
-            raise RocksDBUnreadable(db, f"no '{cf_name}' column family")
-        for k, v in _pairs(cf, str(db), cf_name):
-            key = k.decode("utf-8", "replace")
-            topic, at, group = key.rpartition("@")
-            try:
-                table = json.loads(v.decode("utf-8"))["offsetTable"]
-                parsed = sorted((int(q), int(o)) for q, o in table.items())
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
-                problems.append(f"{key}: {type(e).__name__}: {e}")
-                continue
-            if not at:
-                problems.append(f"{key}: not topic@group")
-                continue
-            rows.extend((topic, group, q, o) for q, o in parsed)
+        for name in (cf_name, *optional):
+            cf = _column(rd, name)
+            if cf is None and name == cf_name:
+                raise RocksDBUnreadable(db, f"no '{cf_name}' column family")
+            tables[name] = {} if cf is None else dict(_pairs(cf, str(db), name))
         vcf = _column(rd, version_cf)
         raw = vcf.get(DATA_VERSION_KEY) if vcf is not None else None
         if raw:
@@ -304,4 +336,175 @@ def read_rocksdb_offsets(db: Path, cf_name: str, version_cf: str) -> RocksOffset
                 counter = int(json.loads(raw.decode("utf-8"))["counter"])
             except (ValueError, KeyError, TypeError):
                 problems.append(f"{DATA_VERSION_KEY.decode()}: unparsable data version")
-    return RocksOffsets(str(db), rows, counter, problems)
+    return RocksKV(str(db), tables, counter, problems)
+
+
+# ---------------------------------------------------------------------- topics and subscription groups (v1)
+
+#: the v1 databases of each config table: (directory under config/, column family, data version column
+#: family), the separate database first (RocksDBTopicConfigManager / RocksDBSubscriptionGroupManager
+#: .rocksdbConfigFilePath; config/metadata/ with useSingleRocksDBForAllConfigs)
+CONFIG_DBS = {
+    "topics": (("topics", "default", "kvDataVersion"), ("metadata", "topic", "topicVersion")),
+    "subscriptionGroups": (("subscriptionGroups", "default", "kvDataVersion"),
+                           ("metadata", "subscriptionGroup", "subscriptionGroupVersion")),
+}
+FORBIDDEN_CF = "forbidden"      # RocksDBSubscriptionGroupManager: group -> JSON {topic: bits}, both layouts
+
+
+def config_db(root: Path | None, table: str) -> tuple[Path, str, str] | None:
+    """(database, column family, data version column family) of the store's v1 RocksDB ``table`` ("topics",
+    "subscriptionGroups"), or None when the broker keeps it in its JSON file."""
+    if root is None:
+        return None
+    for name, cf, version_cf in CONFIG_DBS[table]:
+        # config/metadata/ holds a table only once its column family exists (a single database may carry
+        # only the consumer offsets)
+        if is_rocksdb(root / "config" / name) and (name != "metadata" or cf in _column_families(root / "config" / name)):
+            return root / "config" / name, cf, version_cf
+    return None
+
+
+def _column_families(db: Path) -> list[str]:
+    try:
+        from rocksdict import Rdict
+        return Rdict.list_cf(str(db))          # reads CURRENT and the MANIFEST only
+    except Exception:
+        return []
+
+
+@dataclass
+class RocksConfig:
+    """A v1 RocksDB config table as the broker's manager decodes it: ``table`` name -> parsed JSON object
+    (TopicConfig / SubscriptionGroupConfig), ``forbidden`` group -> parsed JSON {topic: bits} (groups only),
+    the data version counter, and the keys passed over ("key: why")."""
+    path: str
+    table: dict[str, object]
+    forbidden: dict[str, object]
+    counter: int | None
+    problems: list[str]
+
+
+def read_rocksdb_config(db: Path, cf_name: str, version_cf: str, forbidden: bool = False) -> RocksConfig:
+    """``decodeTopicConfig`` / ``decodeSubscriptionGroup`` (key: the name in UTF-8, value: the config's JSON) of
+    every key, and with ``forbidden`` (the groups) ``decodeForbidden`` of that column family. A value that is not a JSON object is
+    a problem naming its key and is passed over (the broker's ``JSON.parseObject`` would stop its start-up)."""
+    kv = read_kv(db, cf_name, version_cf, (FORBIDDEN_CF,) if forbidden else ())
+    problems = list(kv.problems)
+
+    def decode(pairs: dict[bytes, bytes]) -> dict[str, object]:
+        out = {}
+        for k, v in pairs.items():
+            key = k.decode("utf-8", "replace")
+            try:
+                value = json.loads(v.decode("utf-8"))
+            except (ValueError, RecursionError) as e:
+                problems.append(f"{key}: not JSON: {e}")
+                continue
+            if not isinstance(value, dict):
+                problems.append(f"{key}: not a JSON object")
+                continue
+            out[key] = value
+        return out
+
+    return RocksConfig(str(db), decode(kv.tables[cf_name]), decode(kv.tables.get(FORBIDDEN_CF, {})), kv.counter,
+                       problems)
+
+
+# ---------------------------------------------------------------------------- v2: config/rdb (5.3.2+)
+
+V2_DIR = "rdb"
+V2_TABLE_PREFIX = 1                               # TablePrefix.TABLE
+V2_DATA_VERSION, V2_DATA = 1, 2                   # RecordPrefix
+V2_CONSUMER_OFFSET, V2_PULL_OFFSET, V2_TOPIC, V2_SUBSCRIPTION_GROUP = 1, 2, 3, 4     # TableId
+V2_JSON = 1                                       # SerializationType.JSON
+V2_DATA_VERSION_KEY = b"data_version"
+
+
+def v2_db(root: Path | None) -> Path | None:
+    """The store's v2 config database (config/rdb/, ``configManagerVersion=v2``), or None."""
+    if root is None or not is_rocksdb(root / "config" / V2_DIR):
+        return None
+    return root / "config" / V2_DIR
+
+
+@dataclass
+class RocksV2:
+    """config/rdb/ as the v2 managers load it: ``topics`` and ``groups`` name -> parsed JSON config,
+    ``offsets`` (topic, group, queue_id, offset) consumer offset rows, each table's data version counter
+    (TableId -> counter), and the records passed over ("key: why")."""
+    path: str
+    topics: dict[str, object]
+    groups: dict[str, object]
+    offsets: list[tuple[str, str, int, int]]
+    counters: dict[int, int]
+    problems: list[str]
+
+
+def _v2_name(k: bytes) -> str | None:
+    """[prefix][table id][record prefix][name length: 2][name] -> the name (None: another shape)."""
+    if len(k) < 6:
+        return None
+    n = struct.unpack_from(">H", k, 4)[0]
+    return k[6:].decode("utf-8", "replace") if len(k) == 6 + n else None
+
+
+def _v2_offset_key(k: bytes) -> tuple[str, str, int] | None:
+    """[..4][group len: 2][group][0x01][topic len: 2][topic][0x01][queue id: 4] -> (group, topic, queue id)."""
+    try:
+        g = struct.unpack_from(">H", k, 4)[0]
+        t = struct.unpack_from(">H", k, 7 + g)[0]
+    except struct.error:
+        return None
+    if len(k) != 14 + g + t or k[6 + g:7 + g] != CTRL_1 or k[9 + g + t:10 + g + t] != CTRL_1:
+        return None
+    return (k[6:6 + g].decode("utf-8", "replace"), k[9 + g:9 + g + t].decode("utf-8", "replace"),
+            struct.unpack_from(">i", k, 10 + g + t)[0])
+
+
+def read_v2(db: Path) -> RocksV2:
+    """Every record of config/rdb/'s default column family, parsed as TopicConfigManagerV2.parseTopicConfig,
+    SubscriptionGroupManagerV2.parseSubscription, ConsumerOffsetManagerV2.loadConsumerOffsets and
+    ConfigHelper.onDataVersionLoad parse them. A config value of another serialization than JSON is passed over
+    as the managers pass it over (a problem says so); a value that is not a JSON object, or a key or offset of
+    another shape, is a problem naming the key. Consumer offsets of %LMQ% topics are rows too (the broker
+    serves them from the database: ``queryOffset``). Pull offsets (TableId 2) are not consumer offsets."""
+    out = RocksV2(str(db), {}, {}, [], {}, [])
+    with open_readonly(db) as rd:
+        for k, v in _pairs(rd, str(db), "default"):
+            if len(k) < 4 or k[0] != V2_TABLE_PREFIX:
+                out.problems.append(f"{k[:16].hex()}: not a v2 config table key")
+                continue
+            table, record = struct.unpack_from(">H", k, 1)[0], k[3]
+            if record == V2_DATA_VERSION:
+                if k[4:] == V2_DATA_VERSION_KEY and len(v) == 24:
+                    out.counters[table] = struct.unpack_from(">q", v, 16)[0]
+                continue
+            if record != V2_DATA or table == V2_PULL_OFFSET:
+                continue
+            if table == V2_CONSUMER_OFFSET:
+                parsed = _v2_offset_key(k)
+                if parsed is None or len(v) != 8:
+                    out.problems.append(f"{k.hex()}: not a consumer offset record")
+                    continue
+                group, topic, queue_id = parsed
+                out.offsets.append((topic, group, queue_id, struct.unpack(">q", v)[0]))
+            elif table in (V2_TOPIC, V2_SUBSCRIPTION_GROUP):
+                name = _v2_name(k)
+                if name is None:
+                    out.problems.append(f"{k.hex()}: not a topic or group key")
+                    continue
+                if not v or v[0] != V2_JSON:
+                    out.problems.append(f"{name}: serialization type {v[:1].hex() or 'missing'} is not JSON: "
+                                        "passed over, as the broker does")
+                    continue
+                try:
+                    value = json.loads(v[1:].decode("utf-8"))
+                except (ValueError, RecursionError) as e:
+                    out.problems.append(f"{name}: not JSON: {e}")
+                    continue
+                if not isinstance(value, dict):
+                    out.problems.append(f"{name}: not a JSON object")
+                    continue
+                (out.topics if table == V2_TOPIC else out.groups)[name] = value
+    return out

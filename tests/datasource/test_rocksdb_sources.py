@@ -25,3 +25,22 @@ def test_rocksdb_queues_and_offsets_as_tables(spark):
     assert {(r.topic, r.consumer_group, r.queue_id): r.consumer_offset for r in rows} == written_offsets()
     assert {r.source_file.rsplit("/", 2)[-2:] == ["config", "consumerOffsets"] for r in rows} == {True}
     assert {s: snapshot(store(s)) for s in SCENARIOS} == before
+
+
+def test_config_in_rocksdb_as_tables(spark, tmp_path):
+    # the v1 RocksDB config (RocksDBConfigGolden: RocketMQ 5.5.1's v1 RocksDBConfigManager) and v2's config/rdb/
+    # (RocksDBConfigV2Golden: its ConfigStorage) beside the store's v1 consumer offsets: rows equal to what
+    # RocketMQ's managers load back
+    from tests.golden.goldens import canonical
+    from tests.store.test_rocksdb_config import config_manifest, expected, with_config
+    for scenario, topics_db, groups_db in (("config-v1", "topics", "subscriptionGroups"), ("config-v2", "rdb", "rdb")):
+        root = with_config(tmp_path / scenario, scenario)
+        for table, source, db in (("topics", "rocketmq_topics", topics_db),
+                                  ("subscription_groups", "rocketmq_subscription_groups", groups_db)):
+            rows = [r.asDict() for r in spark.read.format(source).load(str(root)).collect()]
+            assert {(r.pop("store"), r.pop("source_file")) for r in rows} == {(str(root), str(root / "config" / db))}
+            assert canonical(rows) == expected(scenario, table), (scenario, table)
+    rows = spark.read.format("rocketmq_consumer_offsets").load(str(root)).collect()
+    assert sorted((r.consumer_group, r.topic, r.queue_id, r.consumer_offset) for r in rows) == \
+        sorted(tuple(o) for o in config_manifest("config-v2")["consumer_offsets"])
+    assert {r.source_file for r in rows} == {str(root / "config" / "rdb")}

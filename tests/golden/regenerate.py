@@ -8,6 +8,7 @@
     python tests/golden/regenerate.py --multipath --out /tmp/golden   # only the multi-path CommitLog stores
     python tests/golden/regenerate.py --dledger --out /tmp/golden  # only the DLedger CommitLog stores (dledger-5.5.1/)
     python tests/golden/regenerate.py --rocksdb --out /tmp/golden  # only rocksdb-5.5.1/ (storeType=defaultRocksDB)
+    python tests/golden/regenerate.py --rocksdb-config --out /tmp/golden  # only rocksdb-5.5.1/config-v*/ (RocksDB config v1, v2)
     python tests/golden/regenerate.py --batchcq --out /tmp/golden  # only batchcq-5.5.1/ (queue.type=BatchCQ, inner batches)
     python tests/golden/regenerate.py --timers --out /tmp/golden   # only timers-5.5.1/ (TimerMessageStore)
     python tests/golden/regenerate.py --lmq --out /tmp/golden      # only lmq-5.5.1/ (enableLmq + enableMultiDispatch)
@@ -722,6 +723,41 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
     return names
 
 
+# ------------------------------------------------------------- v1 RocksDB config: topics and groups (5.5.1)
+
+#: (scenario, suffix of RocksDBConfigGolden's write/view commands, extra arguments): config/topics/ + config/subscriptionGroups/, config/metadata/,
+#: or v2's config/rdb/
+ROCKSDB_CONFIG_SCENARIOS = (("config-v1", "", ()), ("config-v1-single", "", ("--single",)), ("config-v2", "-v2", ()))
+
+
+def generate_rocksdb_config(out: Path, scratch: Path) -> list[str]:
+    """``rocksdb-5.5.1/{config-v1,config-v1-single,config-v2}``: topics and subscription groups written to RocksDB
+    by the broker's v1 RocksDBConfigManager as RocksDBTopicConfigManager / RocksDBSubscriptionGroupManager do
+    (RocksDBConfigGolden write; separate databases, or useSingleRocksDBForAllConfigs' config/metadata/), and
+    topics, groups and consumer offsets written to v2's config/rdb/ by the broker's ConfigStorage as the v2
+    managers do (RocksDBConfigV2Golden write); each manifest is what those managers load back (view). Only these
+    folders are written: the clean, crash and torn stores of ``--rocksdb`` are left as they are."""
+    classpath = build(ROCKSDB_VERSION, rocksdb=True)
+    names = []
+    main = "io.rocketstore.golden.RocksDBConfigGolden"
+    for name, v, extra in ROCKSDB_CONFIG_SCENARIOS:
+        sdir = out / ROCKSDB_FOLDER / name
+        shutil.rmtree(sdir, ignore_errors=True)
+        store = sdir / "store"
+        run(classpath, f"write{v}", "--store", str(store), *extra, main=main)
+        for log in store.rglob("LOG*"):        # RocksDB's info logs: not what the broker's managers read
+            log.unlink()
+        view = scratch / f"rocksdb-{name}.json"
+        run(classpath, f"view{v}", "--store", str(store), *extra, "--work", str(scratch / "rocksdb-config-work"),
+            "--out", str(view), main=main)
+        manifest = {"scenario": name, "rocketmq_version": ROCKSDB_VERSION, "store": "store",
+                    "files": sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()),
+                    **json.loads(view.read_text())}
+        (sdir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        names.append(f"{ROCKSDB_FOLDER}/{name}")
+    return names
+
+
 # ------------------------------------------------------------------ inner batches and BatchConsumeQueue (5.5.1)
 
 BATCHCQ_FOLDER = f"batchcq-{ROCKSDB_VERSION}"      # not rocketmq-*: the classic golden tests do not apply to it
@@ -901,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"only the DLedger CommitLog stores (dledger-{DLEDGER_VERSION}/ under --out)")
     parser.add_argument("--rocksdb", action="store_true",
                         help=f"only the RocksDB ConsumeQueue stores ({ROCKSDB_FOLDER}/: storeType=defaultRocksDB)")
+    parser.add_argument("--rocksdb-config", action="store_true",
+                        help=f"only the RocksDB config stores ({ROCKSDB_FOLDER}/config-v*/: v1 topics, groups; v2 config/rdb)")
     parser.add_argument("--batchcq", action="store_true",
                         help=f"only the BatchConsumeQueue stores ({BATCHCQ_FOLDER}/: queue.type=BatchCQ, inner batches)")
     parser.add_argument("--timers", action="store_true",
@@ -922,6 +960,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.rocksdb:
                 print(f"== {', '.join(generate_rocksdb(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
+                return 0
+            if args.rocksdb_config:
+                print(f"== {', '.join(generate_rocksdb_config(args.out.resolve(), Path(scratch)))}", file=sys.stderr)
                 return 0
             if args.batchcq:
                 print(f"== {', '.join(generate_batchcq(args.out.resolve(), Path(scratch)))}", file=sys.stderr)

@@ -87,24 +87,16 @@ def test_rocksdb_consume_queues_in_their_separate_directory(tmp_path):
         discover(str(store))[0].refuse(Work.REBUILD)
 
 
-@pytest.mark.parametrize("sub", ["consumerOffsets", "metadata"])
-def test_consumer_offsets_in_rocksdb_are_read_but_not_repaired(tmp_path, sub):
+@pytest.mark.parametrize("sub", ["consumerOffsets", "metadata", "topics", "subscriptionGroups", "rdb"])
+def test_config_in_rocksdb_is_read_but_not_repaired(tmp_path, sub):
+    # read as the broker's v1 and v2 RocksDB managers load it: tests/store/test_rocksdb_config.py, test_rocksdb.py
     store = classic(tmp_path)
     shutil.copytree(ROCKSDB, store / "config" / sub)
     layout = discover(str(store))[0]
     layout.refuse(Work.READ_OFFSETS)
+    layout.refuse(Work.READ_CONFIG)
     with pytest.raises(UnsupportedStore, match=f"config/{sub}/"):
         layout.refuse(Work.REPAIR)
-
-
-@pytest.mark.parametrize("sub", ["topics", "subscriptionGroups", "rdb"])
-def test_config_in_rocksdb_makes_the_json_files_untrusted(tmp_path, sub):
-    store = classic(tmp_path)
-    shutil.copytree(ROCKSDB, store / "config" / sub)
-    layout = discover(str(store))[0]
-    with pytest.raises(UnsupportedStore, match=f"config/{sub}/"):
-        layout.refuse(Work.READ_CONFIG)
-    layout.refuse(Work.READ_QUEUES)
 
 
 def test_5_5_message_rocksdb_counts_only_when_it_holds_data(tmp_path):
