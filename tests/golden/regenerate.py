@@ -145,6 +145,14 @@ def flip_body_byte(store: Path, msg: dict) -> dict:
             "physical_offset": msg["physical_offset"], "old": old, "new": old ^ 0xFF}
 
 
+def zero_range(segment: Path, position: int, length: int) -> dict:
+    """Zero ``length`` bytes of a CommitLog segment at ``position``; returns the manifest's surgery entry."""
+    with open(segment, "r+b") as f:
+        f.seek(position)
+        f.write(bytes(length))
+    return {"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": position, "length": length}
+
+
 def tear_record(store: Path, msg: dict) -> dict:
     """Zero the second half of a record, as a write torn by power loss leaves it."""
     seg = store / "commitlog" / msg["segment"]
@@ -698,13 +706,8 @@ def generate_rocksdb(out: Path, scratch: Path) -> list[str]:
             shutil.copytree(folder / "clean" / "store", store)
             shutil.rmtree(store / "config" / "consumerOffsets")
             (store / "abort").write_bytes(b"")
-            segment = sorted((store / "commitlog").iterdir())[-1]
-            with open(segment, "r+b") as f:
-                f.seek(ROCKSDB_TORN_AT)
-                f.write(bytes(64))
-            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": ROCKSDB_TORN_AT,
-                        "length": 64}, {"action": "create", "file": "abort"},
-                       {"action": "delete", "file": "config/consumerOffsets"}]
+            surgery = [zero_range(sorted((store / "commitlog").iterdir())[-1], ROCKSDB_TORN_AT, 64),
+                       {"action": "create", "file": "abort"}, {"action": "delete", "file": "config/consumerOffsets"}]
         else:
             run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
         offsets = ROCKSDB_OFFSETS if mode == "clean" else ()
@@ -863,6 +866,11 @@ LMQ_TORN_AT = 30000     # torn: 64 zero bytes at this position of the crash stor
 LMQ_CUT_AT = 31708      # cut: 16 zero bytes at this position of the crash store's last written segment (a record's body)
 
 
+def last_written(store: Path) -> Path:
+    """The last CommitLog segment holding a byte that is not zero (after it: segments pre-allocated empty)."""
+    return sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
+
+
 def generate_lmq(out: Path, scratch: Path, modes: tuple[str, ...] = ("clean", "crash", "torn", "cut")) -> list[str]:
     """``lmq-5.5.1/{clean,crash,torn,cut}``: RocketMQ's DefaultMessageStore with enableLmq + enableMultiDispatch
     writes them (LmqGolden write; crash halts without shutdown; torn and cut are the crash store with bytes of a
@@ -882,23 +890,13 @@ def generate_lmq(out: Path, scratch: Path, modes: tuple[str, ...] = ("clean", "c
             # the crash store with a record's body zeroed: its BODYCRC fails, so recovery cuts the log there
             # and truncates every queue, the %LMQ% ones too, to the records before it
             shutil.copytree(folder / "crash" / "store", store)
-            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
-            with open(segment, "r+b") as f:
-                f.seek(LMQ_CUT_AT)
-                f.write(bytes(16))
-            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_CUT_AT,
-                        "length": 16}]
+            surgery = [zero_range(last_written(store), LMQ_CUT_AT, 16)]
         elif mode == "torn":
             # the crash store with 64 bytes of a record of its last segment zeroed; they fall in that record's
             # properties (not covered by BODYCRC), so RocketMQ's recovery keeps the record, and its rebuild no
             # longer dispatches it to the %LMQ% queues it named (the manifest's rebuild view)
             shutil.copytree(folder / "crash" / "store", store)
-            segment = sorted(p for p in (store / "commitlog").iterdir() if any(p.read_bytes()))[-1]
-            with open(segment, "r+b") as f:
-                f.seek(LMQ_TORN_AT)
-                f.write(bytes(64))
-            surgery = [{"action": "zero_range", "file": f"commitlog/{segment.name}", "file_position": LMQ_TORN_AT,
-                        "length": 64}]
+            surgery = [zero_range(last_written(store), LMQ_TORN_AT, 64)]
         else:
             run(classpath, "write", "--store", str(store), "--mode", mode, main=main)
             run(classpath, "offsets", "--store", str(store), *[a for o in LMQ_OFFSETS for a in ("--set", o)],
