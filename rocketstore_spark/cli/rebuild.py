@@ -39,7 +39,8 @@ def rebuild_cmd(store, output, broker_conf, rocketmq_version, force, resync, lim
     if as_json:
         emit_json(r.document())
     else:
-        line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {len(r.index_files)} IndexFile(s), "
+        batch = f"{len(r.batch_queues)} BatchConsumeQueue(s), " if r.batch_queues else ""
+        line(f"Rebuilt {r.store} into {r.output}: {len(r.queues)} queue(s), {batch}{len(r.index_files)} IndexFile(s), "
              f"RocketMQ {r.settings.release_label} ({r.settings.sources.get('rocketmqVersion')})")
         for text in summary_lines(r.resync, r.settings.release_label, r.restart, r.beyond, r.store_type):
             line(text)

@@ -252,10 +252,13 @@ class DispatchDecoder(RecordDecoder):
     ``topic_hashes``: their Java hashCodes), so a queue keeps its number from window to window. Runs where the
     CommitLog is read (driver or executor). ``lmq``: the store dispatches LMQ (``LMQ_OFF``, ``LMQ_MULTI``:
     enableMultiDispatch, ``LMQ_ON``: and enableLmq): each window also carries its multi-dispatch entries
-    (``codec.lmq``), their queue names numbered with the topics."""
+    (``codec.lmq``), their queue names numbered with the topics. ``batch_topics``: the topics whose queues are
+    BatchConsumeQueues (5.x ``queue.type=BatchCQ``): their records get no ConsumeQueue entry (``queued`` false;
+    ``rocketmq.batch_queues`` computes their units), keys in the IndexFile as any record's."""
 
     def __init__(self, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS, *, index: bool = True,
-                 index_tags: bool = True, batch_rows: int = 1 << 14, tags_code: bool = True, lmq: int = 0):
+                 index_tags: bool = True, batch_rows: int = 1 << 14, tags_code: bool = True, lmq: int = 0,
+                 batch_topics: frozenset[str] = frozenset()):
         super().__init__((), message_delay_level=message_delay_level, batch_rows=batch_rows, batch_bytes=1 << 30,
                          lanes=1, extra_fields=DISPATCH_FIELDS, fixed_width=False)
         self.index, self.index_tags = index, index_tags
@@ -265,6 +268,8 @@ class DispatchDecoder(RecordDecoder):
         self.topics: list[str] = []
         self.topic_hashes: list[int] = []          # each topic's Java hashCode
         self._topic_numbers: dict[str, int] = {}
+        self.batch_topics = frozenset(batch_topics)
+        self._batch: list[bool] = []               # per topic number: a BatchCQ topic
 
     def output(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts=None, bodies=None) -> DispatchWindow:
         n = h.n
@@ -284,6 +289,9 @@ class DispatchDecoder(RecordDecoder):
                                 queued=QUEUED[kind])
         if self.lmq:
             self._lmq(window, buf, h)
+        if self.batch_topics and n:
+            # a BatchCQ topic's record goes to its BatchConsumeQueue (ConsumeQueueStore.findOrCreateConsumeQueue)
+            window.queued = window.queued & ~np.array(self._batch, dtype=bool)[window.topic]
         if self.index:
             rows, kinds, hashes = index_keys(INDEXED[kind], topic_hashes[local], uniq_data, uniq_offsets,
                                              uniq_valid, keys_data, keys_offsets, keys_list_offsets, tags_data,
@@ -310,6 +318,7 @@ class DispatchDecoder(RecordDecoder):
             number = self._topic_numbers[name] = len(self.topics)
             self.topics.append(name)
             self.topic_hashes.append(int(java_hash))
+            self._batch.append(name in self.batch_topics)
         return number
 
 

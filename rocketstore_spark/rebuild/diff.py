@@ -5,7 +5,9 @@ ConsumeQueue files are paired by path (topic/queue/name): ``identical``, ``diffe
 differing entry: its queue offset, the store's and the rebuilt (physical offset, size, tagsCode)),
 ``only_in_store``, ``only_rebuilt``. IndexFile names are the broker's wall clock, so IndexFiles are paired in
 name order instead and compared by content: ``identical`` or ``differs`` (where: header field, slot, or entry
-number), plus the unpaired ones. A resynchronised rebuild adds one ``beyond_release`` difference per queue
+number), plus the unpaired ones. BatchConsumeQueue files (``batchconsumequeue/``, 5.x BatchCQ topics) are
+paired by path as ConsumeQueue files are (kind ``batchconsumequeue``; a differing one names its first differing
+unit). A resynchronised rebuild adds one ``beyond_release`` difference per queue
 holding entries the release's own rebuild does not write (``beyond_differences``).
 """
 from __future__ import annotations
@@ -16,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rocketstore_spark.codec import consumequeue, indexfile
+from rocketstore_spark.codec import batchconsumequeue, consumequeue, indexfile
 from rocketstore_spark.store import rocksdb
 from rocketstore_spark.store.layout import StoreMap
 
 
 @dataclass(frozen=True)
 class Difference:
-    kind: str                  # "consumequeue", "index" or "beyond_release"
+    kind: str                  # "consumequeue", "batchconsumequeue", "index" or "beyond_release"
     store_file: str | None     # relative to the store root
     rebuilt_file: str | None   # relative to the output directory
     status: str                # identical, differs, only_in_store, only_rebuilt
@@ -44,9 +46,10 @@ FIELDS = ("kind", "store_file", "rebuilt_file", "status", "topic", "queue_id", "
           "entries_missing", "entries_extra", "entries_changed", "detail")
 
 
-def _files(files: StoreMap) -> dict[str, Path]:
-    """The ConsumeQueue files under ``files``' consumequeue/ by store-relative name (temporary ones left out)."""
-    root = files.consumequeue_dir
+def _files(files: StoreMap, root: Path | None = None) -> dict[str, Path]:
+    """The ConsumeQueue files under ``files``' consumequeue/ (or ``root``) by store-relative name (temporary ones
+    left out)."""
+    root = files.consumequeue_dir if root is None else root
     return {files.relative(p): p for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")} \
         if root is not None and root.is_dir() else {}
 
@@ -119,7 +122,7 @@ def _index_difference(a: Path, b: Path) -> str | None:
 
 
 def compare(store: StoreMap, output: Path) -> list[Difference]:
-    """Every ConsumeQueue and IndexFile of the store against the rebuild in ``output`` (a RocksDB ConsumeQueue:
+    """Every ConsumeQueue, BatchConsumeQueue and IndexFile of the store against the rebuild in ``output`` (a RocksDB ConsumeQueue:
     its units against the rebuilt files queue by queue, ``rocksdb_differences``)."""
     out: list[Difference] = []
     built = StoreMap.of_root(output)
@@ -127,25 +130,8 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
     theirs, ours = (_files(store), _files(built)) if db is None else ({}, {})
     if db is not None:
         out += rocksdb_differences(db, store, built)
-    for rel in sorted(set(theirs) | set(ours)):
-        a, b = theirs.get(rel), ours.get(rel)
-        store_rel = rel if a else None
-        built_rel = rel if b else None
-        parts = rel.split(os.sep)[1:]
-        queue = {"topic": parts[0], "queue_id": int(parts[1])} if len(parts) == 3 and parts[1].lstrip("-").isdigit() \
-            else {}
-        if a is None or b is None:
-            out.append(Difference("consumequeue", store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store",
-                                  **queue))
-            continue
-        too_large = _too_large(a, consumequeue.MAX_FILE_SIZE, "ConsumeQueue")
-        if too_large:
-            out.append(Difference("consumequeue", store_rel, built_rel, "differs", **queue, detail=too_large))
-            continue
-        da, db = a.read_bytes(), b.read_bytes()
-        out.append(Difference("consumequeue", store_rel, built_rel, "identical", **queue) if da == db else
-                   Difference("consumequeue", store_rel, built_rel, "differs", **queue,
-                              **_entry_differences(da, db, os.path.basename(rel))))
+    out += _paired("consumequeue", "ConsumeQueue", theirs, ours, _entry_differences)
+    out += batch_differences(store, built)
     theirs_ix = [Path(p) for p in store.index_files()] if store.index_dir else []
     ours_ix = built.index_files()
     for k in range(max(len(theirs_ix), len(ours_ix))):
@@ -160,6 +146,61 @@ def compare(store: StoreMap, output: Path) -> list[Difference]:
         out.append(Difference("index", store_rel, built_rel, "identical") if detail is None else
                    Difference("index", store_rel, built_rel, "differs", detail))
     return out
+
+
+def _paired(kind: str, what: str, theirs: dict[str, Path], ours: dict[str, Path], differences) -> list[Difference]:
+    """Queue files of ``kind`` paired by store-relative path: ``identical``, ``differs`` (``differences(store's
+    bytes, rebuilt bytes, file name)``: the ``Difference`` fields of the first difference), ``only_in_store``,
+    ``only_rebuilt``."""
+    out = []
+    for rel in sorted(set(theirs) | set(ours)):
+        a, b = theirs.get(rel), ours.get(rel)
+        store_rel = rel if a else None
+        built_rel = rel if b else None
+        parts = rel.split(os.sep)[1:]
+        queue = {"topic": parts[0], "queue_id": int(parts[1])} if len(parts) == 3 and parts[1].lstrip("-").isdigit() \
+            else {}
+        if a is None or b is None:
+            out.append(Difference(kind, store_rel, built_rel, "only_rebuilt" if a is None else "only_in_store", **queue))
+            continue
+        too_large = _too_large(a, consumequeue.MAX_FILE_SIZE, what)
+        if too_large:
+            out.append(Difference(kind, store_rel, built_rel, "differs", **queue, detail=too_large))
+            continue
+        da, db = a.read_bytes(), b.read_bytes()
+        out.append(Difference(kind, store_rel, built_rel, "identical", **queue) if da == db else
+                   Difference(kind, store_rel, built_rel, "differs", **queue,
+                              **differences(da, db, os.path.basename(rel))))
+    return out
+
+
+def batch_differences(store: StoreMap, built: StoreMap) -> list[Difference]:
+    """The store's BatchConsumeQueue files against the rebuilt ones (``_paired``; a differing file names its first
+    differing unit: its base offset, the store's and the rebuilt unit)."""
+    theirs = _files(store, store.batch_consumequeue_dir) if store.batch_consumequeue_dir else {}
+    ours = _files(built, built.batch_consumequeue_dir) if built.batch_consumequeue_dir else {}
+    return _paired("batchconsumequeue", "BatchConsumeQueue", theirs, ours, _unit_differences)
+
+
+def _unit_differences(a: bytes, b: bytes, file_name: str) -> dict:
+    """The first differing unit of two BatchConsumeQueue files and how many units are missing from the store,
+    extra in it or changed (``_entry_differences``' fields)."""
+    n = max(len(a), len(b))
+    ua = batchconsumequeue.decode_units(a.ljust(n, b"\0"))
+    ub = batchconsumequeue.decode_units(b.ljust(n, b"\0"))
+    differ = np.flatnonzero(ua != ub)
+    if not len(differ):
+        return {"detail": "file sizes differ"}
+    wa, wb = batchconsumequeue.valid_mask(ua)[differ], batchconsumequeue.valid_mask(ub)[differ]
+    missing, extra = int((~wa & wb).sum()), int((wa & ~wb).sum())
+    first = int(differ[0])
+    show = lambda u: tuple(int(v) for v in u)      # noqa: E731
+    base = int((ub if wb[0] else ua)["base_offset"][first])
+    changed = len(differ) - missing - extra
+    return {"first_queue_offset": base, "entries_missing": missing, "entries_extra": extra, "entries_changed": changed,
+            "detail": f"first difference at unit {first} of the file (base offset {base}): store {show(ua[first])}, "
+                      f"rebuilt {show(ub[first])}; {len(differ)} units differ ({missing} missing from the store, "
+                      f"{extra} only in the store, {changed} changed)"}
 
 
 def rocksdb_differences(db: Path, store: StoreMap, built: StoreMap) -> list[Difference]:

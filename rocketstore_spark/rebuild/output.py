@@ -57,12 +57,13 @@ from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compa
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq import indexfile as ix
+from rocketstore_spark.rocketmq.batch_queues import batch_topics, dispatched_records, expected_queues, file_size_of
 from rocketstore_spark.rocketmq.recovery import RestartDispatch, add_queue_spans, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.ahead import ahead
 from rocketstore_spark.store.durable import fsync_dirs, publish, temporary
-from rocketstore_spark.store.engines import LMQ_ENGINE, Work
+from rocketstore_spark.store.engines import BATCH_ENGINE, LMQ_ENGINE, Work
 from rocketstore_spark.store.layout import StoreMap, index_file_name, offset_name, safe_component
 from rocketstore_spark.store.outputs import OutputError, outside_stores
 from rocketstore_spark.store.records import iter_decoded
@@ -79,9 +80,10 @@ def check_output(output: str | os.PathLike, store_root: str | os.PathLike) -> Pa
     return out
 
 
-def rebuilt_dirs(files: StoreMap) -> tuple[Path, Path]:
-    """The directories a rebuild writes in the store (or output) ``files`` maps: consumequeue/ and index/."""
-    return files.consumequeue_dir, files.index_dir
+def rebuilt_dirs(files: StoreMap) -> tuple[Path, ...]:
+    """The directories a rebuild writes in the store (or output) ``files`` maps: consumequeue/, index/ and
+    batchconsumequeue/ (a store with BatchCQ topics)."""
+    return files.consumequeue_dir, files.index_dir, files.batch_consumequeue_dir
 
 
 @dataclass
@@ -343,6 +345,7 @@ class RebuildResult:
     # resync: per queue, the entries written that the release's restart does not write (``add_queue_spans``)
     beyond: dict = field(default_factory=dict)
     store_type: str = "default"             # "defaultRocksDB": classic files for the diff (ROCKSDB_NOTE)
+    batch_queues: list = field(default_factory=list)       # BatchQueueResult: batchconsumequeue/ written
 
     DOCUMENT_TYPE = "rocketstore-spark/rebuild"
     DOCUMENT_VERSION = 2
@@ -360,6 +363,8 @@ class RebuildResult:
             "settings_sources": self.settings.sources, "settings": self.settings.to_json(), "records": self.records,
             "queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files, "max_offset": q.state.max_offset}
                        for q in self.queues],
+            "batch_queues": [{"topic": q.topic, "queue_id": q.queue_id, "files": q.files, "max_offset": q.max_offset}
+                             for q in self.batch_queues],
             "beyond_release": [dict(zip(BEYOND_FIELDS, (*name, *row))) for name, row in sorted(self.beyond.items())],
             "index_files": self.index_files, "findings": [f.as_row() for f in self.findings],
             "differences": [d.as_row() for d in self.differences]}
@@ -437,25 +442,26 @@ def rebuild_store(store: str, output: str | os.PathLike, *, options: dict | None
     valid record, reading on past damage; what that writes beyond the release's rebuild is listed per queue
     (``beyond``, and one ``beyond_release`` difference per queue)."""
     layout, out, settings = prepare(store, output, options, broker_conf, allow_conflicts,
-                                    ROCKSDB_REBUILT | LMQ_REBUILT)
+                                    ROCKSDB_REBUILT | LMQ_REBUILT | BATCH_REBUILT)
     if queue_db(layout.root) is not None:
         # RocksDB mode: the classic files of every valid record and the diff against the database (not what
         # RocketMQ writes there: it reads no ConsumeQueue files in that mode; module docstring)
-        queues, index_files, records, findings, _ = write_dispatched(layout, out, settings, None, True)
+        queues, index_files, records, findings, _, batch = write_dispatched(layout, out, settings, None, True)
         return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
-                             compare(layout.files, out), True, None, {}, ROCKSDB_STORE_TYPE)
+                             compare(layout.files, out), True, None, {}, ROCKSDB_STORE_TYPE, batch)
     # the release's own rebuild finds where each segment's dispatch stops as it reads it (one pass); resync
     # needs every stop first, to tell what it writes beyond the release
     restart = restart_dispatch(layout, settings, lazy=not resync)
-    queues, index_files, records, findings, beyond = write_dispatched(layout, out, settings, restart, resync)
+    queues, index_files, records, findings, beyond, batch = write_dispatched(layout, out, settings, restart, resync)
     return RebuildResult(layout.name, out, settings, queues, index_files, records, findings,
                          compare(layout.files, out) + beyond_differences(beyond, settings.release_label),
-                         resync, restart, beyond)
+                         resync, restart, beyond, batch_queues=batch)
 
 
 ROCKSDB_STORE_TYPE = "defaultRocksDB"
 ROCKSDB_REBUILT = frozenset({"RocksDB ConsumeQueue"})        # rebuild_store's own way (the engine's name)
 LMQ_REBUILT = frozenset({LMQ_ENGINE})              # rebuilt as RocketMQ dispatches it (codec.lmq)
+BATCH_REBUILT = frozenset({BATCH_ENGINE})          # batchconsumequeue/ written as RocketMQ dispatches it
 ROCKSDB_NOTE = ("RocksDB ConsumeQueue store (storeType=defaultRocksDB): written are classic ConsumeQueue files of "
                 "every valid record and the IndexFiles, for the differences against the database below. RocketMQ in "
                 "RocksDB mode reads no ConsumeQueue files (and refuses to start with both layouts): they are not a "
@@ -482,11 +488,14 @@ def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
 
 
 def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, restart: RestartDispatch | None = None,
-                     resync: bool = True) -> tuple[list[QueueResult], list[str], int, list[Finding], dict]:
+                     resync: bool = True) \
+        -> tuple[list[QueueResult], list[str], int, list[Finding], dict, list["BatchQueueResult"]]:
     """``write_rebuild`` of what a restart dispatches: (queues, IndexFile names, records read, findings,
-    beyond). Without ``restart``, or with ``resync``, every record of the log is dispatched (resynchronising
-    after damage); with ``restart`` and not ``resync``, only what it dispatches, in its order. ``beyond``: with
-    both, the entries written for records ``restart`` does not dispatch, per queue."""
+    beyond, BatchConsumeQueues written). Without ``restart``, or with ``resync``, every record of the log is
+    dispatched (resynchronising after damage); with ``restart`` and not ``resync``, only what it dispatches, in
+    its order. ``beyond``: with both, the entries written for records ``restart`` does not dispatch, per queue.
+    The records of BatchCQ topics (``config/topics.json``) get no ConsumeQueue entry: their units go to
+    ``out/batchconsumequeue`` (``write_batch_queues``)."""
     findings: list[Finding] = []                   # the reading's (decoded in another thread: kept apart)
     written: list[Finding] = []                    # the writers'
     files = StoreMap.of_root(out)
@@ -496,10 +505,12 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
 
     lmq = lmq_mode(settings)
     skipped = LmqSkips(layout)
+    batch = batch_topics(layout.files) if layout.files.root is not None else frozenset()
+    batch_seen = BatchSeen(batch)
 
     def decoder(message_delay_level: str) -> DispatchDecoder:
         return DispatchDecoder(message_delay_level, index=index is not None, index_tags=settings.release.index_tags,
-                               lmq=lmq)
+                               lmq=lmq, batch_topics=batch)
     records = 0
     if restart is None or resync:
         whole = decoder(settings.message_delay_level)
@@ -514,18 +525,86 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
             records += window.num_rows
             queues.add_window(window, topics)
             skipped.add(window)
+            batch_seen.add(window, topics)
             if index is not None:
                 index.add(window.key_hash, window.key_physical_offset, window.key_store_timestamp)
         queues.close()
         if index is not None:
             index.close()
+        written_batch = write_batch_queues(layout, files, settings, batch, batch_seen.physical(), written)
     except BaseException:
-        for sub in rebuilt_dirs(files):                 # neither existed before (the caller checked)
+        for sub in rebuilt_dirs(files):                 # none existed before (the caller checked)
             shutil.rmtree(sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),
             index.names if index is not None else [], records, distinct(findings) + written + skipped.findings(),
-            queues.beyond)
+            queues.beyond, written_batch)
+
+
+class BatchSeen:
+    """The physical offsets of the dispatched records of BatchCQ ``topics`` (driver), window by window: the
+    records whose units a rebuild writes (memory: 8 bytes a record of those topics)."""
+
+    def __init__(self, topics: frozenset[str]):
+        self.topics = topics
+        self._flags: dict[int, np.ndarray] = {}      # id(a decoder's topics) -> per topic number: a BatchCQ topic
+        self._seen: list[np.ndarray] = []
+
+    def add(self, window: DispatchWindow, topics: list[str]) -> None:
+        if not self.topics or not window.num_rows:
+            return
+        flags = self._flags.get(id(topics), np.zeros(0, bool))
+        if len(flags) < len(topics):
+            flags = self._flags[id(topics)] = np.r_[flags, [t in self.topics for t in topics[len(flags):]]]
+        self._seen.append(window.physical_offset[flags[window.topic]])
+
+    def physical(self) -> np.ndarray:
+        return np.unique(np.concatenate(self._seen)) if self._seen else np.zeros(0, np.int64)
+
+
+@dataclass
+class BatchQueueResult:
+    """One BatchConsumeQueue a rebuild wrote: its files and max offset (its last unit's base + batch size)."""
+    topic: str
+    queue_id: int
+    files: list[str]
+    max_offset: int
+
+
+def batch_file_size(layout: StoreLayout, settings: BrokerSettings) -> int:
+    """mapperFileSizeBatchConsumeQueue: as given (broker.conf, options), else as the store's files show it."""
+    given = settings.values.get("mapperFileSizeBatchConsumeQueue")
+    return int(given) if given else file_size_of(layout.files)
+
+
+def write_batch_queues(layout: StoreLayout, files: StoreMap, settings: BrokerSettings, topics: frozenset[str],
+                       physical: np.ndarray, findings: list[Finding]) -> list[BatchQueueResult]:
+    """``files``' batchconsumequeue/ (the output's) for the records of ``topics`` at ``physical`` (what the
+    restart dispatched, sorted): the units RocketMQ's dispatch writes (``rocketmq.batch_queues``), files at their
+    full size, each written under a temporary name and published."""
+    if not topics or not len(physical):
+        return []
+    size = batch_file_size(layout, settings)
+    records = dispatched_records(layout, topics, physical, settings.message_delay_level)
+    out = []
+    for q in expected_queues(records, topics):
+        if not safe_component(q.topic):
+            findings.append(finding("rebuild.unsafe_topic", str(files.batch_consumequeue_dir), None,
+                                    f"topic {q.topic!r} cannot be a directory name: its queues are not rebuilt"))
+            continue
+        directory = files.batch_queue_dir(q.topic, q.queue_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        names = []
+        for name, data in q.files(size).items():
+            tmp = temporary(directory / name)
+            tmp.write_bytes(data)
+            publish(tmp, directory / name, sync_dir=False)
+            names.append(name)
+        last = q.units[-1] if len(q.units) else None
+        out.append(BatchQueueResult(q.topic, q.queue_id, names,
+                                    int(last["base_offset"]) + int(last["batch_size"]) if last is not None else 0))
+    fsync_dirs(files.batch_consumequeue_dir)
+    return out
 
 
 class LmqSkips:

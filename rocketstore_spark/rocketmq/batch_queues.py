@@ -22,9 +22,12 @@ import pyarrow.compute as pc
 
 from rocketstore_spark.codec import batchconsumequeue
 from rocketstore_spark.codec import dispatch_kernel as kernel
+from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.record_schema import DECODED, arrow_schema
 from rocketstore_spark.rocketmq.dispatch import _type_index, queue_keys, queue_of, sort_for_dispatch
 from rocketstore_spark.store.files import read_topics
 from rocketstore_spark.store.layout import StoreMap, offset_name
+from rocketstore_spark.store.records import iter_decoded
 
 UNIT_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
                 "tags_code", "store_timestamp", "properties")
@@ -121,6 +124,30 @@ def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueu
         topic, queue_id = queue_of(key[start])
         out.append(BatchQueue(names[topic], queue_id, units))
     return sorted(out, key=lambda q: (q.topic, q.queue_id))
+
+
+def dispatched_records(layout, topics: frozenset[str], physical: np.ndarray | None = None,
+                       message_delay_level: str | None = None) -> pa.Table:
+    """The ``UNIT_COLUMNS`` of the records of ``topics`` in ``layout``'s CommitLog — only those at the physical
+    offsets ``physical`` (sorted) where given: what a restart dispatches —, read window by window (memory holds
+    these topics' records only; the reading's findings are the caller's other pass's)."""
+    schema = arrow_schema(UNIT_COLUMNS)
+    decoder = RecordDecoder([n for n in UNIT_COLUMNS if n in DECODED],
+                            **({"message_delay_level": message_delay_level} if message_delay_level else {}))
+    wanted = pa.array(sorted(topics), pa.string())
+    batches = []
+    if topics:
+        for decoded in iter_decoded(layout, decoder, []):
+            batch = decoded.select(schema)
+            keep = pc.is_in(batch["topic"], value_set=wanted)
+            if physical is not None:
+                phy = batch["physical_offset"].to_numpy(zero_copy_only=False)
+                k = np.minimum(np.searchsorted(physical, phy), max(len(physical) - 1, 0))
+                at = (physical[k] == phy) if len(physical) else np.zeros(len(phy), bool)
+                keep = pc.and_(keep, pa.array(at))
+            if pc.any(keep).as_py():
+                batches.append(batch.filter(keep))
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 def file_size_of(files: StoreMap, default: int = batchconsumequeue.DEFAULT_FILE_SIZE) -> int:

@@ -100,8 +100,17 @@ _ROCKSDB_QUEUE_WORK = frozenset({Work.READ_QUEUES, Work.REBUILD, Work.REPAIR})
 _ROCKSDB_QUEUE_READS = ("queues, their bounds, their check and RocksDB mode's recovery read from RocksDB (read-only); "
                         "`rocketstore rebuild` writes classic files and the differences against the database")
 
-_BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches), "
-                      "units checked against the log by verify (batchcq.*)")
+BATCH_ENGINE = "batch ConsumeQueue"
+#: an engine we read (its finding the store.partial_engine warning: a clean BatchCQ store verifies clean); done
+#: in-process (rebuild.output.rebuild_store, verify.store allow the engine by name): the rebuild writes
+#: batchconsumequeue/ beside consumequeue/, verify checks both (the BatchCQ topics' records are not expected in
+#: consumequeue/); the Spark rebuild and verify, the recovery report and the repair refuse
+_BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches); "
+                      "`rocketstore rebuild` writes batchconsumequeue/ for the BatchCQ topics and consumequeue/ for the "
+                      "others, `rocketstore verify` and `audit` check both (batchcq.*, queue.*); the Spark rebuild and "
+                      "verify, the recovery report and the repair do not yet")
+BATCH_REFUSED = ("the Spark rebuild and verify jobs, the recovery report (`rocketstore recover report`) and the repair "
+                 "(`rocketstore recover plan/apply`)")
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -178,18 +187,19 @@ class Engines:
                    "store were RocketMQ's classic file store" if unread else "; refused"))
 
     def add(self, name: str, evidence: str, refuses: frozenset[Work], file: Path | str, reads: str | None = None,
-            read: bool = False, why: str = "") -> None:
+            read: bool = False, why: str = "", still: str | None = None) -> None:
         """One engine found; ``reads``: what this release does read of it (None: nothing); ``read``: an engine
         we read correctly (its finding the ``store.partial_engine`` warning naming what is still refused; else
         the ``store.unsupported_engine`` error: what we cannot read); ``why``: why the refused work is refused
-        (empty: not done yet)."""
+        (empty: not done yet); ``still``: what is still refused in words, where some of ``refuses`` is done by
+        callers that allow the engine by name."""
         self.engines.append(Engine(name, evidence, refuses, why))
         what = ", ".join(sorted(w.value for w in refuses))
         if read:
             done = ", ".join(sorted(w.value for w in _EVERYTHING - refuses))
             self.findings.append(finding("store.partial_engine", str(file), None,
                                          f"{name} ({evidence}): we {done}{' (' + reads + ')' if reads else ''}; "
-                                         f"not mirrored yet, so refused: {what or 'nothing'}",
+                                         f"not mirrored yet, so refused: {still or what or 'nothing'}",
                                          engine=name, evidence=evidence))
             return
         self.findings.append(finding("store.unsupported_engine", str(file), None,
@@ -252,12 +262,9 @@ def _from_files(root: Path, out: Engines) -> None:
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
     batch = root / "batchconsumequeue"
     if batch.is_dir() and any(batch.iterdir()):
-        # read: its units (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq's unwrapBatches), the units
-        # checked against the log (verify.batch_queues) and computed as RocketMQ's dispatch writes them
-        # (rocketmq.batch_queues); still refused: the classic queue checks and rebuild (they would queue the BatchCQ
-        # topics' records into consumequeue/), RocketMQ's recovery of these queues, a repair
-        out.add("batch ConsumeQueue", "batchconsumequeue/ (topics with queue.type=BatchCQ)",
-                _DISPATCH_WORK | {Work.RECOVER}, batch, _BATCH_QUEUE_READS)
+        # read (BATCH_ENGINE); the work refused here is what the Spark jobs and the repair still refuse
+        out.add(BATCH_ENGINE, "batchconsumequeue/ (topics with queue.type=BatchCQ)",
+                _DISPATCH_WORK | {Work.RECOVER}, batch, _BATCH_QUEUE_READS, read=True, still=BATCH_REFUSED)
     if cq.is_dir() and not is_rocksdb(cq):
         try:
             lmq = sorted(e.name for e in os.scandir(cq) if e.name.startswith("%LMQ%"))

@@ -49,13 +49,16 @@ def queue_group(topic_hash, queue_id, groups: int):
 
 
 def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level: str, index: bool,
-               index_tags: bool, key_floor: int = -1, lmq: int = 0) -> tuple[list[str], int, list[Finding]]:
+               index_tags: bool, key_floor: int = -1, lmq: int = 0,
+               batch_topics: frozenset[str] = frozenset()) -> tuple[list[str], int, list[Finding]]:
     """Dispatch the records of ``ranges`` ((path, base offset, start, end, followed) of segment byte ranges,
     in CommitLog order) into spill files (executor): (the topics the entry files number, keys put, findings
     of the reading). ``key_floor``: the physical offset of the last key put before these ranges (records
     dispatched again: the IndexFile takes no key below it, ``IndexService.buildIndex``). ``lmq``: the LMQ
-    multi-dispatch entries too (``DispatchDecoder``'s)."""
-    decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq)
+    multi-dispatch entries too (``DispatchDecoder``'s); ``batch_topics``: BatchCQ topics, whose records get no
+    entry."""
+    decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq,
+                              batch_topics=batch_topics)
     findings: list[Finding] = []
     spill.mkdir(parents=True, exist_ok=True)
     topic_hashes: list[int] = []

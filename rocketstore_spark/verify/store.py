@@ -41,10 +41,11 @@ import numpy as np
 from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.batch_queues import batch_topics
 from rocketstore_spark.rocketmq.recovery import QueueFeed
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
-from rocketstore_spark.store.engines import LMQ_ENGINE, Work
+from rocketstore_spark.store.engines import BATCH_ENGINE, LMQ_ENGINE, Work
 from rocketstore_spark.store.indexes import IndexFileView, read_index_file
 from rocketstore_spark.store.outputs import OutputError, outside_stores, store_roots
 from rocketstore_spark.store.readahead import ReadAhead
@@ -170,10 +171,13 @@ class Dispatched:
         with self._room():
             self.dir = Path(tempfile.mkdtemp(prefix="rocketstore-verify-", dir=self.parent))
         self.futures = []
+        # BatchCQ topics' records go to batchconsumequeue/ (verify.batch_queues), not to a ConsumeQueue
+        batch = batch_topics(layout.files) if layout.files.root is not None else frozenset()
         for t in range(self.tasks):
             self.futures.append(pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
                                             settings.message_delay_level, index=index,
-                                            index_tags=settings.release.index_tags, lmq=lmq_mode(settings)))
+                                            index_tags=settings.release.index_tags, lmq=lmq_mode(settings),
+                                            batch_topics=batch))
             if beside is not None:
                 beside(list(range(first + cut[t], first + cut[t + 1])))
         self.topics: list[list[str]] = []
@@ -336,6 +340,9 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
 #: engines whose queues this module checks as RocketMQ dispatches them: LMQ (the spill carries its entries,
 #: ``store.spill.scan_range``); the Spark verify (``spark.verify``) does not
 LMQ_CHECKED = frozenset({LMQ_ENGINE})
+#: and BatchCQ topics: their records are dispatched to batchconsumequeue/ (``Dispatched``), checked there
+#: (verify.batch_queues), not expected in consumequeue/
+BATCH_CHECKED = frozenset({BATCH_ENGINE})
 
 
 def _verify_store(path: str, options: dict | None, broker_conf: str | None, check_crc: bool, work_dir: str | None,
@@ -351,7 +358,7 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
         # another engine's log (store.unsupported_engine says which): nothing checked rather than checked wrong
         return StoreVerdict(layout.name, settings, LogBounds(0, 0), [], [], [], OffsetsReport(None),
                             [relative(f, root) for f in findings])
-    check_queues = not layout.refused(Work.CHECK_QUEUES, LMQ_CHECKED)
+    check_queues = not layout.refused(Work.CHECK_QUEUES, LMQ_CHECKED | BATCH_CHECKED)
     views = index_views(layout, settings) if not layout.refused(Work.READ_INDEX) else []
     known = [v for v in views if v.geometry is not None]
     # the pool is shut down (its work done) before the spill directory goes

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from rocketstore_spark.store.discovery import discover
-from rocketstore_spark.store.engines import UnsupportedStore, Work, detect
+from rocketstore_spark.store.engines import BATCH_ENGINE, BATCH_REFUSED, UnsupportedStore, Work, detect
 from tests.cli.helpers import run
 from tests.golden.goldens import BY_ID, GOLDEN_ROOT, GOLDENS
 from tests.store_files import copy_store
@@ -128,17 +128,22 @@ def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
 
 
 def test_a_batch_cq_store_reads_and_still_refuses_what_is_not_mirrored():
-    # RocketMQ 5.5.1's own BatchCQ store: its log and units read; the classic queue checks and rebuild (which would
-    # queue BatchTopic's records into consumequeue/), its recovery and a repair are refused
+    # RocketMQ 5.5.1's own BatchCQ store: its log and units read; the queue checks and the rebuild are done by
+    # the callers that allow the engine by name (verify.store, rebuild.output), refused to any other (the Spark
+    # jobs); a repair is refused
     from tests.store.test_batchconsumequeue import store as golden
     layout = discover(str(golden("clean")))[0]
-    for work in (Work.READ_COMMITLOG, Work.READ_QUEUE_UNITS, Work.READ_CONFIG):
+    for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.READ_CONFIG):
         layout.refuse(work)
-    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER, Work.REPAIR):
+    layout.refuse(Work.CHECK_QUEUES, frozenset({BATCH_ENGINE}))
+    layout.refuse(Work.REBUILD, frozenset({BATCH_ENGINE}))
+    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR):
         with pytest.raises(UnsupportedStore, match="batch ConsumeQueue"):
             layout.refuse(work)
-    [f] = [f for f in layout.findings if f.check == "store.unsupported_engine"]
-    assert "units checked against the log" in f.message
+    [f] = [f for f in layout.findings if f.check.endswith("_engine")]
+    assert f.check == "store.partial_engine" and f.severity.value == "warning"
+    assert "`rocketstore rebuild` writes batchconsumequeue/" in f.message
+    assert f.message.endswith("so refused: " + BATCH_REFUSED)
 
 
 def test_an_unknown_entry_is_a_warning_that_refuses_nothing(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.verify.batch_queues import check_batch_queues
 from rocketstore_spark.verify.store import verify_store
+from tests.cli.helpers import run
 from tests.store.test_batchconsumequeue import SCENARIOS, manifest, store
 
 
@@ -64,3 +65,18 @@ def test_verify_reports_batch_queue_findings(copy):
     verdict = verify_store(str(copy))
     assert [(f.check, f.file, f.file_position) for f in verdict.findings if f.check.startswith("batchcq.")] == [
         ("batchcq.unit_mismatch", manifest("clean")["files"][0]["path"], 0)]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_classic_queue_checks_run_beside_the_batch_queues(scenario):
+    """RocketMQ's BatchCQ stores: PlainTopic's ConsumeQueue checked as usual, BatchTopic's records not expected in
+    consumequeue/ (they are in batchconsumequeue/); only the engine's warning and the shutdown state remain."""
+    verdict = verify_store(str(store(scenario)))
+    assert [(q.topic, q.queue_id, q.max_offset) for q in verdict.queues] == [("PlainTopic", 1, 15)]
+    assert {f.check for f in verdict.findings} <= {"store.partial_engine", "store.lock_present", "store.abort_present"}
+
+
+def test_a_clean_batch_cq_store_verifies_with_exit_0():
+    result = run("verify", store("clean"))
+    assert result.exit_code == 0, result.output
+    assert "store.partial_engine" in result.output
