@@ -233,7 +233,7 @@ CATALOGUE: tuple[Check, ...] = (
           "ignored"),
     Check("store.unsupported_engine", _E, LAYOUT,
           "the store was written with an engine we do not read yet: several `dledger-*/` directories (or one "
-          "without `data/`), data in 5.5's `rocksdbstore/`, batch ConsumeQueues, LMQ queues, or (from broker.conf) "
+          "without `data/`), data in 5.5's `rocksdbstore/`, LMQ queues, or (from broker.conf) "
           "a DLedger CommitLog or RocksDB ConsumeQueue whose files are not under the store root, a RocksDB-only "
           "index",
           "RocketMQ reads and recovers these through the engine broker.conf names (store/engines.py lists the "
@@ -248,7 +248,9 @@ CATALOGUE: tuple[Check, ...] = (
           "RocksDB ConsumeQueue (`consumequeue/` or `consumequeue_rocksdb/`: queues, their check, the lag and the "
           "restart read from the database; reading ConsumeQueue files and a repair refused), the RocksDB "
           "config (v1 `config/consumerOffsets/`, `config/topics/`, `config/subscriptionGroups/`, `config/metadata/`, "
-          "v2 `config/rdb/`: read; a repair refused)",
+          "v2 `config/rdb/`: read; a repair refused), BatchConsumeQueues (`batchconsumequeue/`, 5.x "
+          "`queue.type=BatchCQ`: read, rebuilt, checked and their restart predicted in-process; the Spark jobs and "
+          "a repair refused)",
           "RocketMQ reads and recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "
           "`DLedgerCommitLog`'s; docs/format/dledger.md, docs/format/rocksdb-queues.md)",
           "finding naming the evidence, what is read and what is refused; the refused commands stop with a "

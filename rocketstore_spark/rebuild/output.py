@@ -15,7 +15,9 @@ What is written: by default what the release writes when it restarts without ``c
 a crash recovery dispatches only from the segment it starts at, the log ends at the first damage the
 recovery's walk reads, and the reput skips the rest of a segment after damage it reads. ``resync`` writes
 every valid record instead, reading on past damage, and counts per queue the entries the release's rebuild
-would not have (``beyond``).
+would not have (``beyond``). A store with BatchCQ topics (``config/topics.json``: ``queue.type=BatchCQ``) gets
+``DIR/batchconsumequeue`` for them instead of ConsumeQueue entries: the units of the same records
+(``rocketmq.batch_queues``), files of ``mapperFileSizeBatchConsumeQueue`` bytes (as the store's show it).
 
 The rebuild as one JSON document (``RebuildResult.document()``: ``documents.header``, type
 rocketstore-spark/rebuild, version 2):
@@ -27,6 +29,8 @@ rocketstore-spark/rebuild, version 2):
                                 dispatched (from, to, phase), segment_stops, description (``restart_document``)
     settings                    every setting as resolved (``rocketmq.settings.BrokerSettings.to_json``)
     queues                      per queue: topic, queue_id, files, max_offset
+    batch_queues                per BatchConsumeQueue written (5.x BatchCQ topics): topic, queue_id, files,
+                                max_offset
     beyond_release              resync: per queue, the entries the release's rebuild does not write
                                 (``BEYOND_FIELDS``)
     index_files, findings, differences      (``rebuild.diff.FIELDS`` per difference; a ``beyond_release``
@@ -57,7 +61,7 @@ from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compa
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq import indexfile as ix
-from rocketstore_spark.rocketmq.batch_queues import batch_topics, dispatched_records, expected_queues, file_size_of
+from rocketstore_spark.rocketmq.batch_queues import batch_file_size, batch_topics, dispatched_records, expected_queues
 from rocketstore_spark.rocketmq.recovery import RestartDispatch, add_queue_spans, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
@@ -571,12 +575,6 @@ class BatchQueueResult:
     max_offset: int
 
 
-def batch_file_size(layout: StoreLayout, settings: BrokerSettings) -> int:
-    """mapperFileSizeBatchConsumeQueue: as given (broker.conf, options), else as the store's files show it."""
-    given = settings.values.get("mapperFileSizeBatchConsumeQueue")
-    return int(given) if given else file_size_of(layout.files)
-
-
 def write_batch_queues(layout: StoreLayout, files: StoreMap, settings: BrokerSettings, topics: frozenset[str],
                        physical: np.ndarray, findings: list[Finding]) -> list[BatchQueueResult]:
     """``files``' batchconsumequeue/ (the output's) for the records of ``topics`` at ``physical`` (what the
@@ -584,7 +582,7 @@ def write_batch_queues(layout: StoreLayout, files: StoreMap, settings: BrokerSet
     full size, each written under a temporary name and published."""
     if not topics or not len(physical):
         return []
-    size = batch_file_size(layout, settings)
+    size = batch_file_size(layout.files, settings)
     records = dispatched_records(layout, topics, physical, settings.message_delay_level)
     out = []
     for q in expected_queues(records, topics):

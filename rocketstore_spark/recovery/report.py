@@ -11,6 +11,11 @@ document (driver or CLI; reads the store read-only, writes nothing).
     process_offset          where the CommitLog will end
     stop                    file, file_position and reason the walk stops
     commitlog_files_deleted, commitlog_bytes_cut
+    batchconsumequeues      per BatchConsumeQueue (5.x queue.type=BatchCQ; rocketmq.batch_recovery): max_offset and
+                            min_offset after the restart, max_offset_on_disk (its recovery alone),
+                            max_physical_offset (maxMsgPhyOffsetInCommitLog), units (held after it),
+                            units_cut, files_deleted,
+                            units_dispatched
     consumequeues           per queue: max_offset and min_offset after recovery (getMaxOffsetInQueue,
                             getMinOffsetInQueue), the max before it, entries cut, files deleted, entries
                             dispatched again, entries_moved (dispatched at another queue offset than their
@@ -50,7 +55,7 @@ from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
-from rocketstore_spark.store.engines import LMQ_ENGINE, Work
+from rocketstore_spark.store.engines import BATCH_ENGINE, LMQ_ENGINE, Work
 from rocketstore_spark.store.files import read_consumer_offsets
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.rocksdb import queue_db
@@ -85,7 +90,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         layout = layouts[0]
         settings = resolve(layout, options, broker_conf)
     # another engine recovers otherwise: no verdict rather than a wrong one (LMQ: its queues are followed here)
-    layout.refuse(Work.RECOVER, LMQ_RECOVERED)
+    layout.refuse(Work.RECOVER, LMQ_RECOVERED | BATCH_RECOVERED)
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
     db = queue_db(layout.root)
@@ -134,6 +139,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         "commitlog_files_deleted": r.commitlog_files_deleted,
         "commitlog_bytes_cut": max(0, data_end - w.process_offset) if w else 0,
         "consumequeues": queues,
+        "batchconsumequeues": [_batch_queue(layout.files, b) for b in r.batch_queues],
         "index_files_deleted": r.index_files_deleted,
         "dispatch": {"from": r.dispatch_from, "to": r.dispatch_to},
         "lost": _lost(r.lost, r.lost_lmq),
@@ -190,12 +196,25 @@ def harmful(doc: dict) -> bool:
     no_log = doc["process_offset"] is None and any(q["max_offset_on_disk"] for q in doc["consumequeues"])
     return bool(no_log or doc["lost"]["messages"] or doc["unreachable"]["messages"] or doc["commitlog_bytes_cut"]
                 or doc["commitlog_files_deleted"]
-                or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"]) or doc["later_starts"])
+                or any(q["entries_cut"] or q["files_deleted"] for q in doc["consumequeues"])
+                or any(q["units_cut"] or q["files_deleted"] for q in doc.get("batchconsumequeues", ()))
+                or doc["later_starts"])
 
 
 #: engines whose restart this report follows: LMQ multi-dispatch (its queues truncated, dispatched and lost as
 #: the records' INNER_MULTI_DISPATCH names them; rocketmq.recovery)
 LMQ_RECOVERED = frozenset({LMQ_ENGINE})
+#: and BatchConsumeQueues (5.x queue.type=BatchCQ: recovered, dispatched, cut and bounded as BatchConsumeQueue
+#: does; rocketmq.batch_recovery)
+BATCH_RECOVERED = frozenset({BATCH_ENGINE})
+
+
+def _batch_queue(files: StoreMap, b) -> dict:
+    """One BatchConsumeQueue's restart (``rocketmq.batch_recovery.BatchQueueRecovery``) in the report."""
+    return {"topic": b.topic, "queue_id": b.queue_id, "max_offset": b.max_offset, "min_offset": b.min_offset,
+            "max_offset_on_disk": b.max_offset_on_disk, "max_physical_offset": b.max_physical,
+            "units": b.units, "units_cut": b.units_cut, "files_deleted": [files.relative(p) for p in b.files_deleted],
+            "units_dispatched": b.units_dispatched}
 
 
 def _lost(t, lmq: dict | None = None) -> dict:
@@ -253,7 +272,8 @@ def _lost_queue(key: tuple, queue_offsets: list) -> dict:
 def _offsets_past_end(layout, r: RecoveryReport) -> list[dict]:
     if layout.files.root is None:
         return []
-    ends = {(q.topic, q.queue_id): q.final_max_offset for q in r.queues}
+    ends = {(q.topic, q.queue_id): q.final_max_offset for q in r.queues} | {
+        (b.topic, b.queue_id): b.max_offset for b in r.batch_queues}
     out = []
     for topic, group, queue_id, offset in read_consumer_offsets(layout.files).rows:
         end = ends.get((topic, queue_id))

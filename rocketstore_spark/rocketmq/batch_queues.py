@@ -28,6 +28,7 @@ from rocketstore_spark.rocketmq.dispatch import _type_index, queue_keys, queue_o
 from rocketstore_spark.store.files import read_topics
 from rocketstore_spark.store.layout import StoreMap, offset_name
 from rocketstore_spark.store.records import iter_decoded
+from rocketstore_spark.store.segment_reader import SegmentReader
 
 UNIT_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "transaction_type",
                 "tags_code", "store_timestamp", "properties")
@@ -127,19 +128,23 @@ def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueu
 
 
 def dispatched_records(layout, topics: frozenset[str], physical: np.ndarray | None = None,
-                       message_delay_level: str | None = None) -> pa.Table:
-    """The ``UNIT_COLUMNS`` of the records of ``topics`` in ``layout``'s CommitLog — only those at the physical
-    offsets ``physical`` (sorted) where given: what a restart dispatches —, read window by window (memory holds
-    these topics' records only; the reading's findings are the caller's other pass's)."""
+                       message_delay_level: str | None = None, lo: int = 0, hi: int | None = None) -> pa.Table:
+    """The ``UNIT_COLUMNS`` of the records of ``topics`` in ``layout``'s CommitLog at physical offsets [lo, hi)
+    — only those at the physical offsets ``physical`` (sorted) where given: what a restart dispatches —, read
+    window by window (memory holds these topics' records only; the reading's findings are the caller's other
+    pass's)."""
     schema = arrow_schema(UNIT_COLUMNS)
     decoder = RecordDecoder([n for n in UNIT_COLUMNS if n in DECODED],
                             **({"message_delay_level": message_delay_level} if message_delay_level else {}))
     wanted = pa.array(sorted(topics), pa.string())
     batches = []
     if topics:
-        for decoded in iter_decoded(layout, decoder, []):
+        for decoded in _windows(layout, decoder, lo, hi):
             batch = decoded.select(schema)
             keep = pc.is_in(batch["topic"], value_set=wanted)
+            if lo or hi is not None:
+                keep = pc.and_(keep, pc.and_(pc.greater_equal(batch["physical_offset"], lo),
+                                             pc.less(batch["physical_offset"], hi if hi is not None else 1 << 62)))
             if physical is not None:
                 phy = batch["physical_offset"].to_numpy(zero_copy_only=False)
                 k = np.minimum(np.searchsorted(physical, phy), max(len(physical) - 1, 0))
@@ -150,6 +155,19 @@ def dispatched_records(layout, topics: frozenset[str], physical: np.ndarray | No
     return pa.Table.from_batches(batches, schema=schema)
 
 
+def _windows(layout, decoder: RecordDecoder, lo: int, hi: int | None):
+    """The decoded windows of the segments holding [lo, hi) (the whole log: ``iter_decoded``)."""
+    if not lo and hi is None:
+        yield from iter_decoded(layout, decoder, [])
+        return
+    for k, seg in enumerate(layout.segments):
+        if seg.base_offset + seg.size <= lo or (hi is not None and seg.base_offset >= hi):
+            continue
+        yield from SegmentReader(seg.path, seg.base_offset, decoder, start=max(0, lo - seg.base_offset),
+                                 end=seg.size if hi is None else min(seg.size, hi - seg.base_offset),
+                                 followed=layout.followed(k), next_path=layout.next_path(k))
+
+
 def file_size_of(files: StoreMap, default: int = batchconsumequeue.DEFAULT_FILE_SIZE) -> int:
     """The store's mapperFileSizeBatchConsumeQueue as its files show it (the size every file has), else
     ``default``."""
@@ -157,3 +175,10 @@ def file_size_of(files: StoreMap, default: int = batchconsumequeue.DEFAULT_FILE_
     sizes = {os.path.getsize(path) for _, _, qdir in files.batch_queue_dirs()
              for path, _ in StoreMap.queue_files(qdir)}
     return sizes.pop() if len(sizes) == 1 else default
+
+
+def batch_file_size(files: StoreMap, settings) -> int:
+    """mapperFileSizeBatchConsumeQueue: as given (broker.conf, options: ``settings``, a ``BrokerSettings``), else
+    as the store's files show it (``file_size_of``)."""
+    given = settings.values.get("mapperFileSizeBatchConsumeQueue")
+    return int(given) if given else file_size_of(files)

@@ -48,6 +48,8 @@ from rocketstore_spark.codec.decoder import RecordDecoder
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.batch_queues import batch_file_size, batch_topics, dispatched_records, expected_queues
+from rocketstore_spark.rocketmq.batch_recovery import BatchQueueRecovery, load_batch_queues
 from rocketstore_spark.rocketmq.releases import CrashStart, Family, NormalDispatch, NormalStart, family_named
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode
 from rocketstore_spark.store.discovery import StoreLayout
@@ -242,6 +244,8 @@ class Simulation:
                            "master_flushed_offset", "confirm_phy_offset", "logics_physical_offset", "min_timestamp",
                            "min_timestamp_index")}
         self.abnormal = bool(self.state and self.state.abort_present)
+        # BatchCQ topics: their records go to batchconsumequeue/ (rocketmq.batch_recovery), not to a ConsumeQueue
+        self.batch_topics = batch_topics(layout.files) if layout.files.root is not None else frozenset()
         self._checks: dict[int, SegmentCheck] = {}
         self._pending: dict[int, Future] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -420,9 +424,13 @@ class Simulation:
         files, segs = self.layout.files, self.layout.segments
         queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] \
             if files.root is not None and not self.without_derived else []
-        max_cq = max((q.max_physical for q in queues), default=-1)
+        log_min = segs[0].base_offset if segs else 0
+        batch = load_batch_queues(files, batch_file_size(files, self.settings), log_min) \
+            if files.root is not None and not self.without_derived else []
+        # a BatchConsumeQueue's maxMsgPhyOffsetInCommitLog (its last unit's start) counts in maxCQ too
+        max_cq = max([q.max_physical for q in queues] + [b.max_physical for b in batch], default=-1)
         report = RecoveryReport(self.family.name, "abnormal" if self.abnormal else "normal", self.checkpoint,
-                                max_cq, queues)
+                                max_cq, queues, batch_queues=batch)
         if not segs:
             report.shutdown_reason = "no CommitLog segment: every ConsumeQueue would be destroyed"
             return report
@@ -457,6 +465,8 @@ class Simulation:
             # without queue files this is start()'s reput, which ``restart_dispatch`` follows itself
             states = self._dispatch(report, lo, po, {q.key: q.state() for q in queues}) \
                 if not self.without_derived else {}
+        if batch or (self.batch_topics and not self.without_derived):
+            self._recover_batch(report, lo, po, states, log_min)
         for q in report.queues:
             q.final_max_offset = states[q.key].max_offset
             q.moved = states[q.key].moved
@@ -504,6 +514,40 @@ class Simulation:
             after_correction = not self.abnormal and dispatch_rule == NormalDispatch.FROM_QUEUE_END_AFTER_CUT
             return 0 if after_correction and kept else q.first_redispatched
         return q.final_max_offset if self.family.expired_min_is_max else 0
+
+    def _recover_batch(self, report: "RecoveryReport", lo: int, po: int, states: dict, log_min: int) -> None:
+        """The BatchConsumeQueues through the restart (``rocketmq.batch_recovery``): the units of the BatchCQ
+        records of [lo, po) dispatched (a queue without files created), the cut at ``po`` when maxCQ then reaches
+        it (``ConsumeQueueStore.truncateDirty``: after a crash's or 5.3.2+'s walk dispatch; before, on older clean
+        starts, as the ConsumeQueues'), then each queue's bounds."""
+        batch = {q.key: q for q in report.batch_queues}
+        size = batch_file_size(self.layout.files, self.settings)
+
+        def dispatch() -> None:
+            if po <= lo or not self.batch_topics:
+                return
+            records = dispatched_records(self.layout, self.batch_topics, None, self.settings.message_delay_level,
+                                         lo, po)
+            for q in expected_queues(records, self.batch_topics):
+                key = (q.topic, q.queue_id)
+                if key not in batch:
+                    batch[key] = BatchQueueRecovery(q.topic, q.queue_id, size, [])
+                batch[key].dispatch(q.units)
+
+        def cut() -> None:
+            ends = [st.max_physical for st in states.values()] + [b.max_physical for b in batch.values()]
+            if max(ends, default=-1) >= po:
+                for b in batch.values():
+                    b.truncate(po)
+        if self.abnormal or self.family.normal_dispatch == NormalDispatch.DURING_WALK:
+            dispatch()
+            cut()
+        else:
+            cut()
+            dispatch()
+        for b in batch.values():
+            b.bounds(log_min)
+        report.batch_queues = sorted(batch.values(), key=lambda b: b.key)
 
     def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
         """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
@@ -578,7 +622,8 @@ class Simulation:
         if lmq_only and not lmq:
             return
         decoder = DispatchDecoder(self.settings.message_delay_level, index=False, batch_rows=1 << 16,
-                                  tags_code=False, lmq=lmq)        # placing entries needs no tagsCode
+                                  tags_code=False, lmq=lmq,        # placing entries needs no tagsCode
+                                  batch_topics=self.batch_topics)
         for k, seg in enumerate(self.layout.segments):
             if seg.base_offset + seg.size <= lo or seg.base_offset >= hi:
                 continue
@@ -805,6 +850,7 @@ class RecoveryReport:
     dledger: object = None                   # a DLedger store: DLedger's own recovery (rocketmq.dledger_recovery)
     dledger_walk: dict | None = None         # ... and DLedgerCommitLog's crash walk
     past_log_end: dict = field(default_factory=dict)    # queue entries kept past the end the log serves (DLedger)
+    batch_queues: list = field(default_factory=list)    # BatchConsumeQueues through the restart (rocketmq.batch_recovery)
 
 
 def no_record_reason(path: str, start: int) -> str:

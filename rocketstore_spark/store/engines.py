@@ -31,6 +31,10 @@ subscription groups — are read (``store.rocksdb``, ``store.files``; the queue 
 report follow them): only the work still not done on them is refused (reading ConsumeQueue files — queries,
 exports and system-topic views by queue —, a rebuild, a repair).
 
+BatchConsumeQueues (``batchconsumequeue/``, 5.x topics with ``queue.type=BatchCQ``) are read, rebuilt, checked
+and their restart predicted in-process (``rebuild.output``, ``verify.store``, ``recovery.report`` allow the engine
+by name: ``BATCH_ENGINE``); the Spark jobs and the repair refuse them (``BATCH_REFUSED``).
+
 Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, an error naming
 the evidence and what is refused); an engine we do read, with some work still not mirrored — a DLedger
 CommitLog, a RocksDB ConsumeQueue, the RocksDB config — is a ``store.partial_engine`` warning naming what
@@ -102,15 +106,21 @@ _ROCKSDB_QUEUE_READS = ("queues, their bounds, their check and RocksDB mode's re
 
 BATCH_ENGINE = "batch ConsumeQueue"
 #: an engine we read (its finding the store.partial_engine warning: a clean BatchCQ store verifies clean); done
-#: in-process (rebuild.output.rebuild_store, verify.store allow the engine by name): the rebuild writes
-#: batchconsumequeue/ beside consumequeue/, verify checks both (the BatchCQ topics' records are not expected in
-#: consumequeue/); the Spark rebuild and verify, the recovery report and the repair refuse
+#: in-process (rebuild.output.rebuild_store, verify.store, recovery.report allow the engine by name): the rebuild
+#: writes batchconsumequeue/ beside consumequeue/, verify checks both (the BatchCQ topics' records are not
+#: expected in consumequeue/), the recovery report follows RocketMQ 5.5.1's restart of both
+#: (rocketmq.batch_recovery); the Spark jobs (rebuild, verify, recovery_report) and the repair refuse
 _BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches); "
                       "`rocketstore rebuild` writes batchconsumequeue/ for the BatchCQ topics and consumequeue/ for the "
-                      "others, `rocketstore verify` and `audit` check both (batchcq.*, queue.*); the Spark rebuild and "
-                      "verify, the recovery report and the repair do not yet")
-BATCH_REFUSED = ("the Spark rebuild and verify jobs, the recovery report (`rocketstore recover report`) and the repair "
-                 "(`rocketstore recover plan/apply`)")
+                      "others, `rocketstore verify` and `audit` check both (batchcq.*, queue.*), `rocketstore recover "
+                      "report` follows RocketMQ's restart of both")
+_BATCH_WHY = ("the Spark jobs do not keep the BatchCQ topics' records out of consumequeue/, and a repair would "
+              "have to cut batchconsumequeue/ with the log as BatchConsumeQueue.truncateDirtyLogicFiles does, which "
+              "no repair here has been proven to do by reopening it in RocketMQ; `rocketstore rebuild`, `verify`, "
+              "`audit` and `recover report` follow these queues in-process, and `rocketstore export` saves the "
+              "messages a cut would lose")
+BATCH_REFUSED = ("the Spark jobs (rebuild, verify, recovery_report) and the repair (`rocketstore recover plan/apply`: "
+                 "cutting batchconsumequeue/ with the log is not proven against RocketMQ yet)")
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -264,7 +274,8 @@ def _from_files(root: Path, out: Engines) -> None:
     if batch.is_dir() and any(batch.iterdir()):
         # read (BATCH_ENGINE); the work refused here is what the Spark jobs and the repair still refuse
         out.add(BATCH_ENGINE, "batchconsumequeue/ (topics with queue.type=BatchCQ)",
-                _DISPATCH_WORK | {Work.RECOVER}, batch, _BATCH_QUEUE_READS, read=True, still=BATCH_REFUSED)
+                _DISPATCH_WORK | {Work.RECOVER}, batch, _BATCH_QUEUE_READS, read=True, still=BATCH_REFUSED,
+                why=_BATCH_WHY)
     if cq.is_dir() and not is_rocksdb(cq):
         try:
             lmq = sorted(e.name for e in os.scandir(cq) if e.name.startswith("%LMQ%"))

@@ -40,14 +40,14 @@ SETTINGS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlo
             "messageDelayLevel")
 
 
-def classpath(version: str, timers: bool = False) -> str:
+def classpath(version: str, timers: bool = False, rocksdb: bool = False) -> str:
     """The generator's runtime classpath for RocketMQ ``version`` (``timers``: with TimerGolden, pom profile
-    "timers"), built first when missing or older than a source file (one build at a time: a lock file under
-    target/)."""
+    "timers"; ``rocksdb``: with the 5.5-only classes, profile "rocksdb"), built first when missing or older than a
+    source file (one build at a time: a lock file under target/)."""
     regenerate.require_tools()
     target = regenerate.GENERATOR / "target"
     target.mkdir(exist_ok=True)
-    built = target / (f"{version}-timers" if timers else version)
+    built = target / (f"{version}-timers" if timers else f"{version}-rocksdb" if rocksdb else version)
     stamp = built / "classpath.txt"
     sources = [regenerate.GENERATOR / "pom.xml", *(regenerate.GENERATOR / "src").rglob("*.java")]
     with open(target / f".build-{built.name}.lock", "w") as lock:
@@ -55,7 +55,7 @@ def classpath(version: str, timers: bool = False) -> str:
         fresh = stamp.exists() and (built / "classes").is_dir() and \
             stamp.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
         if not fresh:
-            regenerate.build(version, timers=timers)
+            regenerate.build(version, timers=timers, rocksdb=rocksdb)
             stamp.touch()
     return f"{built / 'classes'}{os.pathsep}{stamp.read_text().strip()}"
 
@@ -119,6 +119,20 @@ def rocketmq_recover(version: str, store: str | os.PathLike, settings: dict | No
         generator(version, "recover", "--store", str(store), "--work", str(scratch / "work"),
                   "--out", str(scratch / "recover.json"), *settings_args(settings, any_setting=True))
         return json.loads((scratch / "recover.json").read_text())
+
+
+def batchcq_view(store: str | os.PathLike, version: str = "5.5.1") -> dict:
+    """RocketMQ ``version``'s view of a BatchCQ store (BatchCQGolden view, as for the batchcq-5.5.1 manifests): its
+    batchconsumequeue/ units, its restart on a copy (``recovery``: files deleted, every queue's min and max offset
+    and units) and its rebuild."""
+    with tempfile.TemporaryDirectory(prefix="rmq-batchcq-") as scratch:
+        scratch = Path(scratch)
+        cmd = ["java", *regenerate.JVM_OPTS, "-cp", classpath(version, rocksdb=True), "io.rocketstore.golden.BatchCQGolden",
+               "view", "--store", str(store), "--work", str(scratch / "work"), "--out", str(scratch / "view.json")]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise regenerate.GoldenError(f"BatchCQGolden view failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        return json.loads((scratch / "view.json").read_text())
 
 
 def main(argv: list[str] | None = None) -> int:

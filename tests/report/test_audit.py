@@ -56,12 +56,25 @@ def test_the_audit_document_carries_its_settings_and_release():
 
 def test_a_store_of_another_engine_gets_findings_and_no_recovery_verdict(tmp_path):
     store = copy_store(BY_ID["5.5.1/corrupt-body"].store, tmp_path / "store")
-    (store / "batchconsumequeue" / "T" / "0").mkdir(parents=True)
+    for n in (0, 1):                       # two DLedger directories: which is this broker's log is not known
+        (store / f"dledger-{n}" / "data").mkdir(parents=True)
     audit = audit_stores(discover(str(store)))
     (doc,) = audit.docs
     assert audit.at_risk and doc["recovery"] is None
-    assert "cannot predict a restart: the store uses batch ConsumeQueue" in doc["recovery_refused"]
+    assert "cannot predict a restart: the store uses DLedger CommitLog" in doc["recovery_refused"]
     assert doc["findings"][0]["check"] == "store.unsupported_engine"
+
+
+def test_a_batch_cq_store_gets_its_recovery_verdict():
+    """RocketMQ 5.5.1's crashed BatchCQ store: audited with its recovery report (the BatchConsumeQueues' bounds
+    as RocketMQ's restart leaves them), the engine's warning naming what is still refused."""
+    from tests.store.test_batchconsumequeue import batch_queues, store
+    (doc,) = audit_stores(discover(str(store("crash")))).docs
+    assert "recovery_refused" not in doc
+    assert [(q["topic"], q["queue_id"], q["min_offset"], q["max_offset"])
+            for q in doc["recovery"]["batchconsumequeues"]] == [
+        (q["topic"], q["queue_id"], q["min_offset"], q["max_offset"]) for q in batch_queues("crash")]
+    assert [f["check"] for f in doc["findings"] if f["check"].endswith("_engine")] == ["store.partial_engine"]
 
 
 def test_a_dledger_store_gets_its_recovery_verdict(tmp_path):

@@ -1,0 +1,101 @@
+"""The recovery report on BatchCQ stores (rocketmq.batch_recovery): each BatchConsumeQueue's bounds after the
+restart against RocketMQ 5.5.1's own restart — of the golden stores (their manifests' ``recovery``) and, with the
+JVM (slow), of copies of the crashed one whose log is cut inside the queues' units or whose queue files are gone
+(BatchCQGolden view: RocketMQ's restart of the copy, tests/golden/serve_check.batchcq_view)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from rocketstore_spark.recovery.report import recovery_report
+from tests.cli.helpers import run
+from tests.golden import serve_check
+from tests.store.test_batchconsumequeue import SCENARIOS, batch_queues, manifest, store
+
+
+def bounds(doc: dict) -> dict:
+    """(topic, queue id) -> (min, max) of every queue of a report, both kinds."""
+    return {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
+            for q in doc["consumequeues"] + doc["batchconsumequeues"]}
+
+
+def rocketmqs(recovery: dict) -> dict:
+    return {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in recovery["queues"]}
+
+
+def deleted_queue_files(doc: dict) -> set[str]:
+    return {f for q in doc["consumequeues"] + doc["batchconsumequeues"] for f in q["files_deleted"]}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_restart_of_rocketmqs_batch_cq_stores(scenario):
+    doc, _ = recovery_report(str(store(scenario)))
+    recovery = manifest(scenario)["recovery"]
+    assert bounds(doc) == rocketmqs(recovery)
+    assert [q["topic"] for q in doc["batchconsumequeues"]] == [q["topic"] for q in batch_queues(scenario)]
+    assert doc["process_offset"] == recovery["commitlog_max_offset"]
+    assert set(doc["commitlog_files_deleted"] + doc["index_files_deleted"]) <= set(recovery["files_deleted"])
+    assert deleted_queue_files(doc) == set()
+    dispatched = recovery["dispatched_during_load"]
+    if scenario == "crash":     # the crash recovery dispatches again from the checkpoint's segment: no new unit
+        assert doc["dispatch"] == {"from": dispatched["first_physical_offset"], "to": dispatched["end_physical_offset"]}
+        assert all(q["units_dispatched"] == 0 for q in doc["batchconsumequeues"])
+    assert doc["lost"]["messages"] == 0 and doc["unreachable"]["messages"] == 0
+
+
+def test_recover_report_runs_on_a_batch_cq_store():
+    result = run("recover", "report", store("clean"), "--json")
+    assert result.exit_code == 0, result.output
+    assert '"batchconsumequeues"' in result.stdout
+
+
+def test_a_repair_is_refused_with_its_reason(tmp_path):
+    result = run("recover", "plan", store("crash"), "--output", tmp_path / "plan")
+    assert result.exit_code == 2
+    assert "cannot repair the store: the store uses batch ConsumeQueue" in result.output
+    assert "truncateDirtyLogicFiles" in result.output and not (tmp_path / "plan").exists()
+
+
+def cut_inside_the_units(root) -> None:
+    """The crashed store's log damaged at BatchTopic/2's third file's first record (a bad magic): the restart
+    cuts the log there, so every queue loses the units at or past it (two third files whole, one in part)."""
+    first = next(f for f in manifest("crash")["files"] if f["path"] == "batchconsumequeue/BatchTopic/2/00000000000000001840")
+    at = int(first["units"][0][:16], 16)
+    segment = max((p for p in (root / "commitlog").iterdir() if int(p.name) <= at), key=lambda p: int(p.name))
+    with open(segment, "r+b") as f:
+        f.seek(at - int(segment.name) + 4)
+        magic = f.read(1)
+        f.seek(at - int(segment.name) + 4)
+        f.write(bytes([magic[0] ^ 0xFF]))
+
+
+def queue_files_gone(root) -> None:
+    """BatchTopic/1 without its last two files, BatchTopic/2 without any: the crash recovery dispatches their
+    units again from the checkpoint's segment on, after what is left (a queue created anew starts there)."""
+    for name in ("00000000000000000920", "00000000000000001840"):
+        (root / "batchconsumequeue" / "BatchTopic" / "1" / name).unlink()
+    shutil.rmtree(root / "batchconsumequeue" / "BatchTopic" / "2")
+
+
+@pytest.mark.slow
+@pytest.mark.long
+@pytest.mark.parametrize("change", [cut_inside_the_units, queue_files_gone])
+def test_the_restart_of_a_changed_store_is_rocketmqs(change, tmp_path):
+    root = tmp_path / "store"
+    shutil.copytree(store("crash"), root)
+    change(root)
+    doc, _ = recovery_report(str(root))
+    view = serve_check.batchcq_view(root)
+    recovery = view["recovery"]
+    assert bounds(doc) == rocketmqs(recovery)
+    assert deleted_queue_files(doc) == {f for f in recovery["files_deleted"] if f.startswith("batchconsumequeue/")}
+    units = {(q["topic"], q["queue_id"]): len(q["units"]) for q in recovery["queues"] if q["cq_type"] == "BatchCQ"}
+    ours = {(q["topic"], q["queue_id"]): q["units"] for q in doc["batchconsumequeues"]}
+    assert ours == units
+    assert doc["process_offset"] == recovery["commitlog_max_offset"]
+    if change is cut_inside_the_units:
+        assert sum(q["units_cut"] for q in doc["batchconsumequeues"]) > 0 and doc["lost"]["messages"] > 0
+    else:
+        assert {(q["topic"], q["queue_id"]) for q in doc["batchconsumequeues"] if q["units_dispatched"]} == {
+            ("BatchTopic", 1), ("BatchTopic", 2)}
