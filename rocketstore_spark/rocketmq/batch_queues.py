@@ -128,13 +128,14 @@ def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueu
 
 
 def dispatched_records(layout, topics: frozenset[str], physical: np.ndarray | None = None,
-                       message_delay_level: str | None = None, lo: int = 0, hi: int | None = None) -> pa.Table:
+                       message_delay_level: str | None = None, lo: int = 0, hi: int | None = None,
+                       columns: tuple[str, ...] = UNIT_COLUMNS) -> pa.Table:
     """The ``UNIT_COLUMNS`` of the records of ``topics`` in ``layout``'s CommitLog at physical offsets [lo, hi)
     — only those at the physical offsets ``physical`` (sorted) where given: what a restart dispatches —, read
     window by window (memory holds these topics' records only; the reading's findings are the caller's other
-    pass's)."""
-    schema = arrow_schema(UNIT_COLUMNS)
-    decoder = RecordDecoder([n for n in UNIT_COLUMNS if n in DECODED],
+    pass's); ``columns``: those instead (``topic`` and ``physical_offset`` among them)."""
+    schema = arrow_schema(columns)
+    decoder = RecordDecoder([n for n in columns if n in DECODED],
                             **({"message_delay_level": message_delay_level} if message_delay_level else {}))
     wanted = pa.array(sorted(topics), pa.string())
     batches = []

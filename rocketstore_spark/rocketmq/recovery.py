@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.codec.audit import AuditDecoder
@@ -45,6 +46,7 @@ from rocketstore_spark.codec.commitlog import (BLANK_MAGIC, MAGIC_V1, MAGIC_V2, 
                                                POS_STORE_TIMESTAMP_BH, POS_SYS_FLAG, Stop, SysFlag)
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec import dispatch_kernel
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
@@ -479,6 +481,7 @@ class Simulation:
         start = max(log_min, self.reachable_below or log_min)
         fed = self.queue_feed.ask(start, lo, ends) if self.queue_feed is not None else None
         report.unreachable = fed if fed is not None else self._unreachable(start, lo, ends)
+        report.unreachable = report.unreachable | report.batch_unreachable      # BatchCQ topics: never in ``ends``
         cut_to = po
         for w in self.later_starts(po, max_cq_after):
             report.later_starts.append(LaterStart(
@@ -522,6 +525,9 @@ class Simulation:
         starts, as the ConsumeQueues'), then each queue's bounds."""
         batch = {q.key: q for q in report.batch_queues}
         size = batch_file_size(self.layout.files, self.settings)
+        # where each queue's units end before the dispatch: its records between there and the dispatch start get
+        # no unit (the dispatch appends; it does not go back)
+        recovered = {key: b.max_physical for key, b in batch.items()}
 
         def dispatch() -> None:
             if po <= lo or not self.batch_topics:
@@ -548,6 +554,31 @@ class Simulation:
         for b in batch.values():
             b.bounds(log_min)
         report.batch_queues = sorted(batch.values(), key=lambda b: b.key)
+        if self.batch_topics and lo > log_min:
+            report.batch_unreachable = self._unreachable_batch(recovered, log_min, min(lo, po))
+
+    def _unreachable_batch(self, recovered: dict, log_min: int, lo: int) -> dict:
+        """The queued records of BatchCQ topics in [log_min, lo) — the log the restart keeps but does not dispatch
+        again — past their queue's last unit before the dispatch (``recovered``: (topic, queue id) -> its
+        maxMsgPhyOffsetInCommitLog; none: a queue without units): no unit will ever point at them. Per queue as
+        ``_unreachable`` (records, their QUEUEOFFSETs: an inner batch's base)."""
+        # from the log's start: a queue with no directory has no units at all
+        t = dispatched_records(self.layout, self.batch_topics, None, self.settings.message_delay_level, log_min, lo,
+                               columns=("physical_offset", "topic", "queue_id", "queue_offset", "transaction_type"))
+        out: dict[tuple[str, int], list[int]] = {}
+        if not t.num_rows:
+            return out
+        t = t.filter(pa.array(dispatch_kernel.QUEUED[dispatch._type_index(t["transaction_type"])]))
+        codes = pc.dictionary_encode(t["topic"]).combine_chunks()
+        names = codes.dictionary.to_pylist()
+        key = dispatch.queue_keys(codes.indices.to_numpy(), t["queue_id"].to_numpy())
+        phy = t["physical_offset"].to_numpy()
+        uniq, inverse = np.unique(key, return_inverse=True)
+        ends = np.array([recovered.get((names[tp], q), -1) for tp, q in map(dispatch.queue_of, uniq.tolist())],
+                        dtype=np.int64)
+        past = phy > ends[inverse]
+        add_queue_spans(out, names, key[past], phy[past], t["queue_offset"].to_numpy()[past])
+        return out
 
     def _dispatch(self, report: "RecoveryReport", lo: int, po: int, states: dict) -> dict:
         """Dispatch the records of [lo, po) into the queues' states (new queues are added to the report), and
@@ -851,6 +882,7 @@ class RecoveryReport:
     dledger_walk: dict | None = None         # ... and DLedgerCommitLog's crash walk
     past_log_end: dict = field(default_factory=dict)    # queue entries kept past the end the log serves (DLedger)
     batch_queues: list = field(default_factory=list)    # BatchConsumeQueues through the restart (rocketmq.batch_recovery)
+    batch_unreachable: dict = field(default_factory=dict)   # their records no unit reaches (``_unreachable_batch``)
 
 
 def no_record_reason(path: str, start: int) -> str:
