@@ -495,7 +495,7 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
     index = IndexWriter(files, settings.geometry) if settings.geometry is not None else None
 
     lmq = lmq_mode(settings)
-    skipped = LmqSkips(layout)
+    skipped = LmqSkips(layout.segments)
 
     def decoder(message_delay_level: str) -> DispatchDecoder:
         return DispatchDecoder(message_delay_level, index=index is not None, index_tags=settings.release.index_tags,
@@ -530,10 +530,12 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
 
 class LmqSkips:
     """The records whose LMQ multi-dispatch RocketMQ passes over in part or whole (``codec.lmq.SKIP_*``), as
-    ``rebuild.lmq_not_dispatched`` findings naming the segment and byte position (capped)."""
+    ``rebuild.lmq_not_dispatched`` findings naming the segment and byte position (capped). ``segments``: the
+    segments the windows come from (``path`` and ``base_offset`` of each, ascending): the layout's, or a Spark
+    scan task's ranges (``spark.rebuild``)."""
 
-    def __init__(self, layout: StoreLayout):
-        self.layout = layout
+    def __init__(self, segments):
+        self.segments = segments
         self.physical: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
 
@@ -546,7 +548,7 @@ class LmqSkips:
         if not self.physical:
             return []
         physical, codes = np.concatenate(self.physical), np.concatenate(self.codes)
-        segments = self.layout.segments
+        segments = self.segments
         bases = np.array([seg.base_offset for seg in segments], dtype=np.int64)
 
         def make(i: int) -> Finding:
