@@ -248,7 +248,9 @@ CATALOGUE: tuple[Check, ...] = (
           "RocksDB ConsumeQueue (`consumequeue/` or `consumequeue_rocksdb/`: queues, their check, the lag and the "
           "restart read from the database; reading ConsumeQueue files and a repair refused), the RocksDB "
           "config (v1 `config/consumerOffsets/`, `config/topics/`, `config/subscriptionGroups/`, `config/metadata/`, "
-          "v2 `config/rdb/`: read; a repair refused)",
+          "v2 `config/rdb/`: read; a repair refused), LMQ multi-dispatch (`consumequeue/%LMQ%...`, or "
+          "enableLmq/enableMultiDispatch: every command follows the %LMQ% queues as RocketMQ dispatches them; "
+          "nothing refused, the warning says what is followed)",
           "RocketMQ reads and recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "
           "`DLedgerCommitLog`'s; docs/format/dledger.md, docs/format/rocksdb-queues.md)",
           "finding naming the evidence, what is read and what is refused; the refused commands stop with a "
