@@ -105,3 +105,19 @@ def test_real_rocketmq_serves_every_kept_lmq_message_and_nothing_past_the_cut(re
         served = [[x["physical_offset"] for x in next(answers)["messages"]]
                   for _ in range(q["min_offset"], q["max_offset"] + 1)]
         assert served == [[u[1]] for u in q["units"]] + [[]], topic
+
+
+def test_a_torn_lmq_store_keeps_rocketmqs_own_lmq_files(tmp_path):
+    """torn: a record's properties zeroed in the part of the log a restart does not dispatch again; RocketMQ's
+    restart keeps its %LMQ% entries, which the log no longer names. The repair keeps those queues' own files (a
+    rebuild would renumber them): every queue of the repaired copy has the bounds RocketMQ's restart gave."""
+    from rocketstore_spark.rocketmq.consumequeue import store_queue_bounds
+    from rocketstore_spark.store.discovery import discover
+    torn = GOLDEN / "torn"
+    plan = make_plan(str(torn / "store"), tmp_path / "plan")
+    kept = [q["queue"] for a in plan["actions"] if a["action"] == "keep_queues" for q in a["queues"]]
+    assert kept and all(q.startswith("consumequeue/%LMQ%") for q in kept)
+    apply_plan(tmp_path / "plan", output=tmp_path / "repaired")
+    bounds = store_queue_bounds(discover(str(tmp_path / "repaired"))[0], expired_min_is_max=True)
+    assert {k: v for k, v in bounds.items() if v[1]} == \
+        {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"]) for q in manifest(torn)["recovery"]["queues"]}
