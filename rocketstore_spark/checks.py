@@ -250,7 +250,9 @@ CATALOGUE: tuple[Check, ...] = (
           "config (v1 `config/consumerOffsets/`, `config/topics/`, `config/subscriptionGroups/`, `config/metadata/`, "
           "v2 `config/rdb/`: read; a repair refused), BatchConsumeQueues (`batchconsumequeue/`, 5.x "
           "`queue.type=BatchCQ`: read, rebuilt, checked and their restart predicted in-process; the Spark jobs and "
-          "a repair refused)",
+          "a repair refused), LMQ multi-dispatch (`consumequeue/%LMQ%...`, or "
+          "enableLmq/enableMultiDispatch: every command follows the %LMQ% queues as RocketMQ dispatches them; "
+          "nothing refused, the warning says what is followed)",
           "RocketMQ reads and recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "
           "`DLedgerCommitLog`'s; docs/format/dledger.md, docs/format/rocksdb-queues.md)",
           "finding naming the evidence, what is read and what is refused; the refused commands stop with a "

@@ -152,11 +152,18 @@ def with_consumer_offsets(text: str, offsets: dict[tuple[str, str, int], int]) -
     """A consumerOffset.json text with the offsets of some queues replaced — ``offsets``: (topic, group, queue
     id) -> the new offset, each a queue the file holds (KeyError otherwise) — and everything else kept (the
     other tables, dataVersion), written as fastjson's pretty format writes it (tabs, unquoted integer map
-    keys), as the broker's ConsumerOffsetManager.persist would."""
+    keys), as the broker's ConsumerOffsetManager.persist would. An lmqConsumerOffset.json text too: a %LMQ%
+    group's offset of queue 0 kept in its ``lmqOffsetTable`` is replaced there (LmqConsumerOffsetManager reads
+    a %LMQ% group's offsets from that table), any other in its ``offsetTable``."""
     doc = _document(text)
     table = _table(doc, "offsetTable")
+    lmq = _table(doc, "lmqOffsetTable") if isinstance(doc.get("lmqOffsetTable"), dict) else {}
     for (topic, group, queue_id), offset in offsets.items():
-        per_queue = _object(table[f"{topic}@{group}"], f"offsetTable[{topic}@{group}]")
+        key = f"{topic}@{group}"
+        if key in lmq and queue_id == 0 and (group.startswith("%LMQ%") or key not in table):
+            lmq[key] = int(offset)
+            continue
+        per_queue = _object(table[key], f"offsetTable[{key}]")
         key = next(k for k in per_queue if int(k) == queue_id)
         per_queue[key] = int(offset)
     return _QUOTED_QUEUE_KEY.sub(r"\1\2:", json.dumps(doc, indent="\t", separators=(",", ":"), ensure_ascii=False))

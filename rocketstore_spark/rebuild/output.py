@@ -508,7 +508,7 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
     index = IndexWriter(files, settings.geometry) if settings.geometry is not None else None
 
     lmq = lmq_mode(settings)
-    skipped = LmqSkips(layout)
+    skipped = LmqSkips(layout.segments)
     batch = batch_topics(layout.files) if layout.files.root is not None else frozenset()
     batch_seen = BatchSeen(batch)
 
@@ -607,10 +607,12 @@ def write_batch_queues(layout: StoreLayout, files: StoreMap, settings: BrokerSet
 
 class LmqSkips:
     """The records whose LMQ multi-dispatch RocketMQ passes over in part or whole (``codec.lmq.SKIP_*``), as
-    ``rebuild.lmq_not_dispatched`` findings naming the segment and byte position (capped)."""
+    ``rebuild.lmq_not_dispatched`` findings naming the segment and byte position (capped). ``segments``: the
+    segments the windows come from (``path`` and ``base_offset`` of each, ascending): the layout's, or a Spark
+    scan task's ranges (``spark.rebuild``)."""
 
-    def __init__(self, layout: StoreLayout):
-        self.layout = layout
+    def __init__(self, segments):
+        self.segments = segments
         self.physical: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
 
@@ -623,7 +625,7 @@ class LmqSkips:
         if not self.physical:
             return []
         physical, codes = np.concatenate(self.physical), np.concatenate(self.codes)
-        segments = self.layout.segments
+        segments = self.segments
         bases = np.array([seg.base_offset for seg in segments], dtype=np.int64)
 
         def make(i: int) -> Finding:

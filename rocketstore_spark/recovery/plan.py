@@ -322,12 +322,15 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         touched += [root / q["queue"] / name for q in own for name in q["files"]]
     source, past_end = _offsets_past_end(layout, repaired)
     if past_end and reset_offsets_past_end:
-        main = layout.files.relative(layout.files.consumer_offsets_paths()[0])
+        # the file the broker loads is the one rewritten: with enableLmq, lmqConsumerOffset.json (both tables)
+        lmq = layout.files.lmq_consumer_offsets_paths()
+        main = layout.files.relative((lmq if source in {layout.files.relative(p) for p in lmq}
+                                      else layout.files.consumer_offsets_paths())[0])
         actions.append({"action": "reset_offsets", "file": main, "read_from": source, "backup": main + ".bak",
                         "offsets": past_end,
                         "why": "committed offsets past their queue's end in the repaired store: rewritten to that "
                                "end (the max offset), the file before kept as .bak as the broker keeps it"})
-        touched += [root / source] + [p for p in layout.files.consumer_offsets_paths() if p.is_file()]
+        touched += [root / source] + [p for p in (*layout.files.consumer_offsets_paths(), *lmq) if p.is_file()]
     elif past_end:
         named = "; ".join(f"{o['consumer_group']} {o['topic']}/{o['queue_id']} at {o['before']}, the end "
                           f"{o['after']}" for o in past_end[:3])

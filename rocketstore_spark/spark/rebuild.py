@@ -32,7 +32,7 @@ from rocketstore_spark.datasource import session_cores
 from rocketstore_spark.datasource.planning import SegmentRange, plan_partitions, plan_ranges
 from rocketstore_spark.rebuild import parallel
 from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
-from rocketstore_spark.rebuild.output import BEYOND_FIELDS, index_name, prepare
+from rocketstore_spark.rebuild.output import BEYOND_FIELDS, LmqSkips, index_name, prepare
 from rocketstore_spark.rocketmq.recovery import RestartDispatch, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode
 from rocketstore_spark.store import spill
@@ -56,6 +56,13 @@ WRITE_RESULT = (f"kind STRING, name STRING, queues ARRAY<STRUCT<{QUEUE_SUMMARY}>
                 f"beyond ARRAY<STRUCT<{BEYOND_SUMMARY}>>")
 WRITE_ARROW = pa.schema([("kind", pa.string()), ("name", pa.string()), ("queues", pa.list_(pa.struct(QUEUE_ARROW))),
                          ("findings", _STRINGS), ("beyond", pa.list_(pa.struct(BEYOND_ARROW)))])
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """A scan task's segment, as ``rebuild.output.LmqSkips`` names findings by it (executor)."""
+    path: str
+    base_offset: int
 
 
 @dataclass
@@ -114,8 +121,13 @@ def _run(spark, stages, work: Path, out: Path, settings: BrokerSettings, groups:
         for b in batches:
             for spec in b.to_pylist():
                 ranges = list(zip(spec["paths"], spec["base_offsets"], spec["starts"], spec["ends"], spec["followed"]))
+                # the multi-dispatch RocketMQ passes over, named by segment and byte (the task's segments)
+                skipped = LmqSkips(sorted({(p, b): _Segment(p, b) for p, b, *_ in ranges}.values(),
+                                          key=lambda seg: seg.base_offset))
                 topics, keys, found = spill.scan_range(ranges, Path(work_s), spec["task"], groups, spec["delay"],
-                                                       geometry is not None, index_tags, spec["key_floor"], lmq)
+                                                       geometry is not None, index_tags, spec["key_floor"], lmq,
+                                                       skipped.add if lmq else None)
+                found = found + skipped.findings()
                 yield pa.RecordBatch.from_pylist([{"task": spec["task"], "topics": topics, "keys": keys,
                                                    "findings": [f.render() for f in found]}], schema=SCAN_ARROW)
 

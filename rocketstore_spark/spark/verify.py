@@ -33,9 +33,9 @@ from rocketstore_spark.documents import header
 from rocketstore_spark.findings import FIELDS, Finding, Severity, finding
 from rocketstore_spark.rocketmq import dispatch
 from rocketstore_spark.rocketmq.releases import Release
-from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
-from rocketstore_spark.store.engines import LMQ_ENGINE, Work
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
@@ -122,9 +122,6 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
     for layout in layouts:
         # the job checks ConsumeQueue files (a RocksDB ConsumeQueue: `rocketstore verify` checks its units)
         layout.refuse(Work.READ_QUEUES)
-        if layout.engines is not None and any(e.name == LMQ_ENGINE for e in layout.engines.engines):
-            # the job's queue check knows no multi-dispatch entries (`rocketstore verify` does): LMQ is refused
-            layout.refuse(Work.CHECK_QUEUES, frozenset(e.name for e in layout.engines.engines) - {LMQ_ENGINE})
     run = VerifyRun(uuid.uuid4().hex, dt.datetime.now(dt.timezone.utc), [])
     if not layouts:
         return run
@@ -224,6 +221,10 @@ def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
             df = r.schema(RECORD_COLUMNS).option("paths", ",".join(load)).load()
             records = df if records is None else records.unionByName(df)
     records = records.where(F.col("transaction_type").isin(*dispatch.QUEUED_TYPES)).drop("transaction_type")
+    multi = [layout for layout in layouts if lmq_mode(settings[layout.name])]
+    if multi:
+        # the entries LMQ multi-dispatch adds (codec.lmq): met by their %LMQ% queue as its records are
+        records = records.unionByName(_lmq_entries(spark, multi, settings, split_size))
     dirs = [(layout.name, t, q, str(d)) for layout in layouts for t, q, d in layout.files.queue_dirs()]
     queue_dirs = spark.createDataFrame(dirs, "store STRING, topic STRING, queue_id INT, dir STRING")
     ctx = contexts
@@ -233,8 +234,8 @@ def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
         one = left if left.num_rows else right
         store, topic, queue_id = (one[c][0].as_py() for c in ("store", "topic", "queue_id"))
         c = ctx[store]
-        if left.num_rows:
-            left = left.sort_by("physical_offset")
+        if left.num_rows:           # (a record naming one %LMQ% queue twice: its entries in dispatch order)
+            left = left.sort_by([("physical_offset", "ascending"), ("queue_offset", "ascending")])
         cols = {"queue_offset": left["queue_offset"], "physical_offset": left["physical_offset"],
                 "size": left["total_size"], "tags_code": left["tags_code"]}
         cols = {k: v.to_numpy() if left.num_rows else np.zeros(0, np.int64) for k, v in cols.items()}
@@ -250,6 +251,57 @@ def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
     keys = ["store", "topic", "queue_id"]
     return [r.asDict() for r in records.groupBy(*keys).cogroup(queue_dirs.groupBy(*keys))
             .applyInArrow(check, QUEUE_RESULT).collect()]
+
+
+LMQ_SPEC = "store STRING, delay STRING, lmq INT, paths ARRAY<STRING>, base_offsets ARRAY<BIGINT>, " \
+           "starts ARRAY<BIGINT>, ends ARRAY<BIGINT>, followed ARRAY<BOOLEAN>"
+LMQ_ARROW = to_arrow_schema(struct(RECORD_COLUMNS.rsplit(", ", 1)[0]))
+
+
+def _lmq_entries(spark, layouts, settings, split_size):
+    """The LMQ multi-dispatch entries of ``layouts``' logs (``codec.lmq``), as rows of the record columns the
+    queue check groups (without transaction_type): one per entry, its record's physical offset, size and
+    tagsCode at the queue offset INNER_MULTI_QUEUE_OFFSET gives, in the queue (queue id 0 for a ``%LMQ%``
+    name) INNER_MULTI_DISPATCH names. Each task reads its CommitLog ranges through the compiled dispatch
+    (executor; the queue names numbered by the decoder, decoded once a window by Arrow: no per-entry Python).
+    A name is only a value here: the queue's directory comes from the driver's listing."""
+    from rocketstore_spark.datasource import session_cores
+    from rocketstore_spark.datasource.planning import plan_partitions
+    specs = []
+    for layout in layouts:
+        s = settings[layout.name]
+        parts = plan_partitions([(layout.name, seg, layout.followed(k)) for k, seg in enumerate(layout.segments)],
+                                split_size, session_cores(spark))
+        specs += [{"store": layout.name, "delay": s.message_delay_level, "lmq": lmq_mode(s),
+                   "paths": [r.path for r in p.ranges], "base_offsets": [r.base_offset for r in p.ranges],
+                   "starts": [r.start for r in p.ranges], "ends": [r.end for r in p.ranges],
+                   "followed": [r.followed for r in p.ranges]} for p in parts]
+    schema = LMQ_ARROW
+
+    def scan(batches):
+        from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
+        from rocketstore_spark.store.segment_reader import SegmentReader
+        for b in batches:
+            for spec in b.to_pylist():
+                decoder = DispatchDecoder(spec["delay"], index=False, lmq=spec["lmq"])
+                for path, base, start, end, followed in zip(spec["paths"], spec["base_offsets"], spec["starts"],
+                                                            spec["ends"], spec["followed"]):
+                    for decoded in SegmentReader(path, base, decoder, start, end, followed=followed):
+                        w = decoded.batch
+                        if w.lmq_row is None or not len(w.lmq_row):
+                            continue
+                        rows = w.lmq_row
+                        names = pa.DictionaryArray.from_arrays(pa.array(w.lmq_topic, pa.int32()),
+                                                               pa.array(decoder.topics, pa.string()))
+                        yield pa.RecordBatch.from_arrays([
+                            pa.repeat(pa.scalar(spec["store"], pa.string()), len(rows)),
+                            names.dictionary_decode(), pa.array(w.lmq_queue_id, pa.int32()),
+                            pa.array(w.lmq_queue_offset, pa.int64()), pa.array(w.physical_offset[rows], pa.int64()),
+                            pa.array(w.size[rows], pa.int32()), pa.array(w.tags_code[rows], pa.int64())],
+                            schema=schema)
+
+    frame = spark.createDataFrame(specs, LMQ_SPEC)
+    return frame.repartition(max(1, len(specs))).mapInArrow(scan, RECORD_COLUMNS.rsplit(", ", 1)[0])
 
 
 def _index(spark, layouts, settings, contexts) -> list[dict]:

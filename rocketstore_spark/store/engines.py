@@ -229,12 +229,14 @@ def detect(root: Path | None, conf: dict[str, str] | None = None) -> Engines:
 
 
 LMQ_ENGINE = "LMQ multi-dispatch"
-#: an engine we read (its finding the store.partial_engine warning: a clean LMQ store verifies clean); what is
-#: done for LMQ: the in-process rebuild, verify and recovery report (rebuild.output.rebuild_store,
-#: verify.store, recovery.report allow the engine by name); the Spark rebuild and verify and the repair refuse
-LMQ_READS = ("the %LMQ% queues are read as queues; `rocketstore rebuild` writes them, `rocketstore verify` checks "
-             "them and the recovery report follows them as RocketMQ dispatches them (INNER_MULTI_DISPATCH / "
-             "INNER_MULTI_QUEUE_OFFSET); the Spark rebuild and verify and the repair do not yet")
+#: an engine we read (its finding the store.partial_engine warning, which alone is no problem): every work is done
+#: as RocketMQ dispatches the %LMQ% queues — the rebuilds (rebuild.output, spark.rebuild), the checks
+#: (verify.store, spark.verify), the recovery report and the repair (recovery.plan/apply) — so nothing is refused
+LMQ_READS = ("the %LMQ% queues are followed as RocketMQ dispatches them (INNER_MULTI_DISPATCH / "
+             "INNER_MULTI_QUEUE_OFFSET): `rocketstore rebuild` and the Spark rebuild write them, `rocketstore verify` "
+             "and the Spark verify check them and their lag (config/lmqConsumerOffset.json), the recovery report "
+             "counts what each loses, `recover plan`/`apply` cut them with the log")
+LMQ_REFUSES: frozenset[Work] = frozenset()
 
 
 def _from_files(root: Path, out: Engines) -> None:
@@ -283,7 +285,7 @@ def _from_files(root: Path, out: Engines) -> None:
             lmq = []
         if lmq:
             out.add(LMQ_ENGINE, f"{len(lmq)} %LMQ% queue(s) in consumequeue/, e.g. {lmq[0]}",
-                    _DISPATCH_WORK | {Work.RECOVER}, cq / lmq[0], LMQ_READS, read=True)
+                    LMQ_REFUSES, cq / lmq[0], LMQ_READS, read=True)
 
 
 def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
@@ -302,4 +304,4 @@ def _from_conf(conf: dict[str, str], out: Engines, root: Path | None) -> None:
                 frozenset({Work.READ_INDEX, Work.REBUILD, Work.REPAIR}), where)
     if (_truthy(conf, "enableLmq") or _truthy(conf, "enableMultiDispatch")) and LMQ_ENGINE not in known:
         out.add(LMQ_ENGINE, "enableLmq/enableMultiDispatch=true in broker.conf",
-                _DISPATCH_WORK | {Work.RECOVER}, where, LMQ_READS, read=True)
+                LMQ_REFUSES, where, LMQ_READS, read=True)

@@ -50,13 +50,15 @@ def queue_group(topic_hash, queue_id, groups: int):
 
 def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level: str, index: bool,
                index_tags: bool, key_floor: int = -1, lmq: int = 0,
-               batch_topics: frozenset[str] = frozenset()) -> tuple[list[str], int, list[Finding]]:
+               batch_topics: frozenset[str] = frozenset(), each_window=None
+               ) -> tuple[list[str], int, list[Finding]]:
     """Dispatch the records of ``ranges`` ((path, base offset, start, end, followed) of segment byte ranges,
     in CommitLog order) into spill files (executor): (the topics the entry files number, keys put, findings
     of the reading). ``key_floor``: the physical offset of the last key put before these ranges (records
     dispatched again: the IndexFile takes no key below it, ``IndexService.buildIndex``). ``lmq``: the LMQ
     multi-dispatch entries too (``DispatchDecoder``'s); ``batch_topics``: BatchCQ topics, whose records get no
-    entry."""
+    entry; ``each_window``: called with every window read (the Spark rebuild's findings of multi-dispatch
+    RocketMQ passes over, ``rebuild.output.LmqSkips``)."""
     decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq,
                               batch_topics=batch_topics)
     findings: list[Finding] = []
@@ -72,6 +74,8 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                 reader = SegmentReader(path, base_offset, decoder, start, end, followed=followed)
                 for decoded in reader:
                     w = decoded.batch
+                    if each_window is not None:
+                        each_window(w)
                     topic_hashes += decoder.topic_hashes[len(topic_hashes):]
                     # the queued records in group order (stable: CommitLog order within a group), each column
                     # gathered on its own — a gather of the packed 36-byte rows is several times slower

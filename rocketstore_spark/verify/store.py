@@ -338,7 +338,7 @@ def verify_store(path: str, *, options: dict | None = None, broker_conf: str | N
 
 
 #: engines whose queues this module checks as RocketMQ dispatches them: LMQ (the spill carries its entries,
-#: ``store.spill.scan_range``); the Spark verify (``spark.verify``) does not
+#: ``store.spill.scan_range``), as the Spark verify (``spark.verify``: its queue check takes them in too)
 LMQ_CHECKED = frozenset({LMQ_ENGINE})
 #: and BatchCQ topics: their records are dispatched to batchconsumequeue/ (``Dispatched``), checked there
 #: (verify.batch_queues), not expected in consumequeue/

@@ -1,7 +1,7 @@
 """LMQ multi-dispatch against RocketMQ 5.5.1's own stores (tests/golden/lmq-5.5.1, written with enableLmq +
 enableMultiDispatch by RocketMQ's DefaultMessageStore; manifests are RocketMQ's view after its own rebuild and
 restart): the rebuild writes every %LMQ% ConsumeQueue file byte-identical to RocketMQ's, a queue name read from
-the data never becomes a path unvalidated, and the work not mirrored yet stays refused."""
+the data never becomes a path unvalidated, and no work is refused."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from rocketstore_spark.codec.lmq import SKIP_COUNT, SKIP_OFFSET, SKIP_SLASH, lmq
 from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.store.discovery import discover
-from rocketstore_spark.store.engines import UnsupportedStore, Work
+from rocketstore_spark.store.engines import Work
 from rocketstore_spark.verify.store import verify_store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "lmq-5.5.1"
@@ -122,13 +122,12 @@ def test_recovery_report_follows_the_lmq_queues(scenario):
                          for k, q in lost.items()} == expected
 
 
-def test_lmq_work_not_mirrored_yet_is_refused():
+def test_nothing_is_refused_for_lmq():
+    """Every work follows the %LMQ% queues as RocketMQ dispatches them (the Spark jobs: tests/jobs/test_lmq_jobs.py
+    and test_verify_job.py; the repair: tests/recovery/test_repair_lmq.py)."""
     layout = discover(str(GOLDEN / "clean" / "store"))[0]
-    for work in (Work.CHECK_QUEUES, Work.RECOVER, Work.REPAIR, Work.REBUILD):    # the Spark jobs' and the repair's
-        with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
-            layout.refuse(work)
-    layout.refuse(Work.REBUILD, frozenset({"LMQ multi-dispatch"}))              # rebuild_store's own way
-    assert not layout.refused(Work.CHECK_QUEUES, frozenset({"LMQ multi-dispatch"}))   # verify_store's
+    for work in Work:
+        layout.refuse(work)
 
 
 def test_a_clean_lmq_store_verifies_with_the_engine_a_warning_that_alone_is_no_problem():
@@ -140,7 +139,7 @@ def test_a_clean_lmq_store_verifies_with_the_engine_a_warning_that_alone_is_no_p
     manifest = json.loads((GOLDEN / "clean" / "manifest.json").read_text())
     layout = discover(str(GOLDEN / "clean" / "store"))[0]
     engines = [f for f in layout.findings if f.check.endswith("_engine")]
-    assert [f.check for f in engines] == ["store.partial_engine"] and "so refused: " in engines[0].message
+    assert [f.check for f in engines] == ["store.partial_engine"] and "so refused: nothing" in engines[0].message
     assert not any_problem(engines)
     result = run("verify", GOLDEN / "clean" / "store", "--json")
     problems = [(f["check"], f["topic"], f["queue_offset"]) for store in json.loads(result.stdout)["stores"] for f in store["findings"]
@@ -148,19 +147,6 @@ def test_a_clean_lmq_store_verifies_with_the_engine_a_warning_that_alone_is_no_p
     beyond = [o for o in manifest["consumer_offsets_written"] if o.endswith("=9999")]
     assert problems == [("offsets.beyond_max", "%LMQ%gamma", 9999)] and beyond == ["%LMQ%gamma@%LMQ%beyond/0=9999"]
     assert result.exit_code == 3
-
-def test_the_spark_jobs_refuse_lmq_stores(tmp_path):
-    """The Spark rebuild and verify know no multi-dispatch entries: they refuse before any Spark work (no session
-    is needed to see it)."""
-    from rocketstore_spark.spark import rebuild as spark_rebuild
-    from rocketstore_spark.spark import verify as spark_verify
-    store = str(GOLDEN / "clean" / "store")
-    with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
-        spark_verify.verify(None, store)
-    with pytest.raises(UnsupportedStore, match="LMQ multi-dispatch"):
-        spark_rebuild.rebuild(None, store, tmp_path / "out")
-    assert not (tmp_path / "out").exists()
-
 
 def _window(records: list[tuple[bytes, bytes]]):
     """A buffer of (topic, properties) records and their spans."""

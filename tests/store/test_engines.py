@@ -109,15 +109,20 @@ def test_5_5_message_rocksdb_counts_only_when_it_holds_data(tmp_path):
     detect(store).refuse(Work.READ_QUEUES)
 
 
-def test_lmq_queues_refuse_the_dispatch_checks_but_read_as_queues(tmp_path):
+def test_lmq_queues_are_an_engine_that_refuses_nothing(tmp_path):
+    """%LMQ% queues (or enableLmq in broker.conf) are told and said (store.partial_engine), and every work
+    follows them as RocketMQ dispatches them (#30): nothing is refused."""
     store = classic(tmp_path)
     queue = store / "consumequeue" / "%LMQ%orders" / "0"
     queue.mkdir(parents=True)
     layout = discover(str(store))[0]
-    layout.refuse(Work.READ_QUEUES)
-    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR, Work.RECOVER):
-        with pytest.raises(UnsupportedStore, match=r"LMQ multi-dispatch \(1 %LMQ% queue"):
-            layout.refuse(work)
+    [f] = [f for f in layout.findings if f.check == "store.partial_engine"]
+    assert "LMQ multi-dispatch (1 %LMQ% queue" in f.message and f.message.endswith("so refused: nothing")
+    conf = detect(classic(tmp_path / "conf"), {"enableLmq": "true"})
+    assert [e.name for e in conf.engines] == ["LMQ multi-dispatch"]
+    for work in Work:
+        layout.refuse(work)
+        conf.refuse(work)
 
 
 def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
@@ -163,7 +168,6 @@ def test_an_unknown_entry_is_a_warning_that_refuses_nothing(tmp_path):
     ({"enableDLegerCommitLog": "true"}, "DLedger CommitLog", Work.READ_COMMITLOG),
     ({"storeType": "defaultRocksDB"}, "RocksDB ConsumeQueue", Work.READ_CONFIG),
     ({"indexRocksDBEnable": "true", "indexFileWriteEnable": "false"}, "RocksDB index", Work.READ_INDEX),
-    ({"enableLmq": "true"}, "LMQ multi-dispatch", Work.REBUILD),
 ])
 def test_broker_conf_names_engines_the_files_may_not_show_yet(tmp_path, conf, engine, work):
     store = classic(tmp_path)
