@@ -66,10 +66,11 @@ def main(spark, argv) -> int:
 def check(argv) -> None:
     """Arguments and paths are checked before Spark starts; without --lost-output no Spark is needed, so the
     report is made here and the job ends."""
+    from rocketstore_spark.recovery.report import RECOVERED
     from rocketstore_spark.spark.entrypoint import check_stores, usage_error
     from rocketstore_spark.store.engines import Work
     args = parse_args(argv)
-    check_stores("recovery_report", args.store, refuse=(Work.RECOVER,),
+    check_stores("recovery_report", args.store, refuse=(Work.RECOVER,), allow=RECOVERED,
                  outputs=((args.json, "JSON document"), (args.lost_output, "export of the lost messages")))
     if not args.lost_output:
         try:

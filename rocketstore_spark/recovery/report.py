@@ -90,7 +90,7 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
         layout = layouts[0]
         settings = resolve(layout, options, broker_conf)
     # another engine recovers otherwise: no verdict rather than a wrong one (LMQ: its queues are followed here)
-    layout.refuse(Work.RECOVER, LMQ_RECOVERED | BATCH_RECOVERED)
+    layout.refuse(Work.RECOVER, RECOVERED)
     if release_family is not None:
         family_named(release_family)            # a ValueError naming the choices before anything is read
     db = queue_db(layout.root)
@@ -207,6 +207,8 @@ LMQ_RECOVERED = frozenset({LMQ_ENGINE})
 #: and BatchConsumeQueues (5.x queue.type=BatchCQ: recovered, dispatched, cut and bounded as BatchConsumeQueue
 #: does; rocketmq.batch_recovery)
 BATCH_RECOVERED = frozenset({BATCH_ENGINE})
+#: every engine this report follows (what jobs/recovery_report.py allows before Spark starts, too)
+RECOVERED = LMQ_RECOVERED | BATCH_RECOVERED
 
 
 def _batch_queue(files: StoreMap, b) -> dict:

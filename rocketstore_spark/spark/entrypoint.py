@@ -24,9 +24,10 @@ def usage_error(prog: str, error: Exception | str) -> NoReturn:
 
 
 def check_stores(prog: str, stores: str | list[str], *, refuse: tuple[Work, ...] = (),
-                 outputs: tuple[tuple[str | None, str], ...] = (), broker_conf: str | None = None) -> list:
+                 allow: frozenset[str] = frozenset(), outputs: tuple[tuple[str | None, str], ...] = (), broker_conf: str | None = None) -> list:
     """The check every job makes on the driver before Spark starts, so that a mistake costs no JVM start-up:
-    each path names a store, no engine of a store makes the job's ``refuse`` work wrong, every output path
+    each path names a store, no engine of a store makes the job's ``refuse`` work wrong (``allow``: engines the
+    job handles itself, as ``store.discovery.StoreLayout.refuse`` takes them), every output path
     (``(path, what)``; ``-`` is stdout) lies outside every store, and ``--broker-conf`` names a file. Returns the
     stores' layouts; exits 2 with one line on the first failure."""
     from rocketstore_spark.store.discovery import StorePathError, discover
@@ -35,7 +36,7 @@ def check_stores(prog: str, stores: str | list[str], *, refuse: tuple[Work, ...]
         layouts = discover(stores)
         for layout in layouts:
             for work in refuse:
-                layout.refuse(work)
+                layout.refuse(work, allow)
         for path, what in outputs:
             if path and path != "-":
                 outside_stores(path, store_roots(layouts), what)

@@ -109,7 +109,7 @@ BATCH_ENGINE = "batch ConsumeQueue"
 #: in-process (rebuild.output.rebuild_store, verify.store, recovery.report allow the engine by name): the rebuild
 #: writes batchconsumequeue/ beside consumequeue/, verify checks both (the BatchCQ topics' records are not
 #: expected in consumequeue/), the recovery report follows RocketMQ 5.5.1's restart of both
-#: (rocketmq.batch_recovery); the Spark jobs (rebuild, verify, recovery_report) and the repair refuse
+#: (rocketmq.batch_recovery); the Spark rebuild and verify jobs and the repair refuse
 _BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches); "
                       "`rocketstore rebuild` writes batchconsumequeue/ for the BatchCQ topics and consumequeue/ for the "
                       "others, `rocketstore verify` and `audit` check both (batchcq.*, queue.*), `rocketstore recover "
@@ -119,7 +119,7 @@ _BATCH_WHY = ("the Spark jobs do not keep the BatchCQ topics' records out of con
               "no repair here has been proven to do by reopening it in RocketMQ; `rocketstore rebuild`, `verify`, "
               "`audit` and `recover report` follow these queues in-process, and `rocketstore export` saves the "
               "messages a cut would lose")
-BATCH_REFUSED = ("the Spark jobs (rebuild, verify, recovery_report) and the repair (`rocketstore recover plan/apply`: "
+BATCH_REFUSED = ("the Spark rebuild and verify jobs and the repair (`rocketstore recover plan/apply`: "
                  "cutting batchconsumequeue/ with the log is not proven against RocketMQ yet)")
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
