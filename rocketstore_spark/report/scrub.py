@@ -14,7 +14,9 @@ and time), no segment's bytes changed, no segment's scan found other findings th
 are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
 each queue checked on from its state, new, changed and newest IndexFiles checked again) when the state shows
 that gives the whole check's findings, else whole (``verify_store``); the recovery report runs whole either
-way. On a live broker, whose queues, checkpoint and offsets change all the time, that is every night: resumed.
+way, but of the closed ConsumeQueue files (not their queue's last) it looked at last run it takes the summary
+kept in the state (``rocketmq.recovery.QueueFileReads``) when the file's size, modification and change times
+and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again). On a live broker, whose queues, checkpoint and offsets change all the time, that is every night: resumed.
 
 The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
 bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
@@ -32,11 +34,13 @@ from rocketstore_spark.documents import json_text
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.report.audit import Audit, audit_entry
+from rocketstore_spark.rocketmq.recovery import QueueFileReads
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
+from rocketstore_spark.store.layout import relative_name
 from rocketstore_spark.store.outputs import outside_stores, store_roots
-from rocketstore_spark.verify.cross import PrefixDigests, refusal, resume_state, verify_resumed
+from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, save_state)
@@ -72,18 +76,23 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
 
 
 def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,
-                  resume: dict | None, segments: dict[str, dict]) -> dict:
+                  resume: dict | None, segments: dict[str, dict], queue_files: dict | None) -> dict:
     """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
     last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
-    them). ``segments``: this run's segment verdicts by name."""
+    them). ``segments``: this run's segment verdicts by name; ``queue_files``: the last run's summaries of
+    the closed ConsumeQueue files its recovery report looked at (name -> [``verify.cross.file_stat``, summary]:
+    ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again)."""
+    root = store_root(layout)
+    reads = QueueFileReads({os.path.join(root, n): v for n, v in (queue_files or {}).items()}, identity=file_stat)
     verdicts = {n: r["verdict"] for n, r in segments.items()}
     prefixes = PrefixDigests()          # the files digested up to the last run's point go on to this run's
     why = refusal(layout, resume, verdicts, prefixes)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
         # resumable: every queued record below the last run's end is in its queue (``verify.cross.refusal``)
         report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf,
-                             reachable_below=resume["end"] if why is None else None, resolved=(layout, settings)) \
+                             reachable_below=resume["end"] if why is None else None, resolved=(layout, settings),
+                             queue_reads=reads) \
             if layout.files.root is not None else None
         if why is not None:
             how = "run"
@@ -99,13 +108,13 @@ def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker
                 rec = report.result()[0]
             except UnsupportedStore as e:
                 refused = str(e)
-    root = store_root(layout)
     rest = list(v.findings)
     for f in (relative(x, root) for _, s in v.segments for x in getattr(s, "findings", [])):
         rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
     return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
             "log": [v.log.min_offset, v.log.end], "how": how,
-            "why": why, "resume": after, "settings": settings.to_json()}
+            "why": why, "resume": after, "settings": settings.to_json(),
+            "queue_files": {relative_name(p, root): v for p, v in reads.found.items()}}
 
 
 def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
@@ -150,7 +159,8 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
         if rerun:
             settings = resolve(layout, options, broker_conf)
             cross = _as_json(_cross_checks(layout, settings, options, broker_conf, work_dir,
-                                           prev["cross"].get("resume") if resumable else None, segments))
+                                           prev["cross"].get("resume") if resumable else None, segments,
+                                           prev["cross"].get("queue_files") if prev is not None else None))
         else:       # no file changed, nor the options: the settings resolve as they did
             cross = prev["cross"]
             settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \

@@ -22,6 +22,7 @@ from rocketstore_spark.report.scrub import scrub_stores
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.layout import offset_name
 from rocketstore_spark.verify import queues
+from rocketstore_spark.verify.scrub import load_state
 from tests.golden.goldens import BY_ID
 from tests.verify.test_scrub import as_json, rows, same_answer
 from tests.verify.test_scrub import audit as audit_golden
@@ -256,4 +257,32 @@ def test_an_old_index_file_changed_below_its_count_with_its_time_put_back_is_che
     assert entry["scrub"]["cross_checks"] == "resumed"
     want = audit(store)
     assert "index.wrong_entry" in {f["check"] for f in want["findings"]}
+    same(entry, want)
+
+
+def test_a_closed_queue_file_the_recovery_report_knows_changed_in_place_with_its_time_put_back_is_read_again(
+        tmp_path):
+    """The recovery report takes a closed queue file's summary from the state (``QueueFileReads``) when its size,
+    times and inode are the recorded ones. One made invalid in place (an entry's size zeroed: the queue's
+    recovery ends there) with its modification time put back still shows by its change time: read again, and
+    the report is the audit's."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    before = scrub(store, state)
+    closed = queue_file(store, "TopicTest", 1, 0)
+    assert closed != queue_file(store, "TopicTest", 1, -1)
+    kept = load_state(str(state))["stores"][os.path.abspath(str(store))]["cross"]["queue_files"]
+    assert str(closed.relative_to(store)) in kept                  # the summary the next run would trust
+    st = closed.stat()
+    data = bytearray(closed.read_bytes())
+    data[2 * ENTRY_SIZE + 8:2 * ENTRY_SIZE + 12] = bytes(4)       # entry 2's size: 0, an invalid entry
+    closed.write_bytes(bytes(data))
+    os.utime(closed, ns=(st.st_atime_ns, st.st_mtime_ns))
+    entry = scrub(store, state)
+    want = audit(store)
+    ends = {(q["topic"], q["queue_id"]): q["max_offset_on_disk"] for q in want["recovery"]["consumequeues"]}
+    was = {(q["topic"], q["queue_id"]): q["max_offset_on_disk"] for q in before["recovery"]["consumequeues"]}
+    assert ends[("TopicTest", 1)] == 2 != was[("TopicTest", 1)]
     same(entry, want)
