@@ -9,14 +9,17 @@ them on executors).
 
 Cross-checks — ConsumeQueues, IndexFiles, checkpoint and shutdown state, consumer offsets, the store's
 layout (``verify.store.verify_store`` without its BODYCRC scans, which the segment scans above stand for) and
-the recovery report — are carried over when no file of the store changed (a digest of every file's name, size
-and time), no segment's bytes changed, no segment's scan found other findings than last time, and the settings
-are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
+the recovery report — are carried over when no file of the store changed (a digest of every file's name, size,
+times and inode), no segment's bytes changed, no segment's scan found other findings than last time, and the
+settings are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
 each queue checked on from its state, new, changed and newest IndexFiles checked again) when the state shows
 that gives the whole check's findings, else whole (``verify_store``); the recovery report runs whole either
 way, but of the closed ConsumeQueue files (not their queue's last) it looked at last run it takes the summary
 kept in the state (``rocketmq.recovery.QueueFileReads``) when the file's size, modification and change times
-and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again). On a live broker, whose queues, checkpoint and offsets change all the time, that is every night: resumed.
+and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again). The
+settings are resolved again likewise, each older IndexFile's inferred slot count taken from the state by the
+same rule (``store.indexes.SlotCounts``). On a live broker, whose queues, checkpoint and offsets change all
+the time, that is every night: resumed.
 
 The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
 bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
@@ -38,6 +41,7 @@ from rocketstore_spark.rocketmq.recovery import QueueFileReads
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
+from rocketstore_spark.store.indexes import SlotCounts
 from rocketstore_spark.store.layout import relative_name
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
@@ -157,10 +161,15 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
         rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
         resumable = prev is not None and not (plan and plan.changed)     # verify.cross checks the log itself
         if rerun:
-            settings = resolve(layout, options, broker_conf)
-            cross = _as_json(_cross_checks(layout, settings, options, broker_conf, work_dir,
-                                           prev["cross"].get("resume") if resumable else None, segments,
-                                           prev["cross"].get("queue_files") if prev is not None else None))
+            known = (prev or {}).get("cross", {})
+            # the older IndexFiles' slot counts as the last run inferred them, of files unchanged since
+            slots = SlotCounts({os.path.join(root, n): v for n, v in known.get("index_slots", {}).items()},
+                               identity=file_stat)
+            settings = resolve(layout, options, broker_conf, slot_counts=slots)
+            cross = _cross_checks(layout, settings, options, broker_conf, work_dir,
+                                  known.get("resume") if resumable else None, segments, known.get("queue_files"))
+            cross["index_slots"] = {relative_name(p, root): v for p, v in slots.found.items()}
+            cross = _as_json(cross)
         else:       # no file changed, nor the options: the settings resolve as they did
             cross = prev["cross"]
             settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \

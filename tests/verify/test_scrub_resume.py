@@ -22,6 +22,8 @@ from rocketstore_spark.report.scrub import scrub_stores
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.layout import offset_name
 from rocketstore_spark.verify import queues
+from rocketstore_spark.store.indexes import SlotCounts, read_index_file, store_slot_count
+from rocketstore_spark.verify.cross import file_stat
 from rocketstore_spark.verify.scrub import load_state
 from tests.golden.goldens import BY_ID
 from tests.verify.test_scrub import as_json, rows, same_answer
@@ -286,3 +288,24 @@ def test_a_closed_queue_file_the_recovery_report_knows_changed_in_place_with_its
     was = {(q["topic"], q["queue_id"]): q["max_offset_on_disk"] for q in before["recovery"]["consumequeues"]}
     assert ends[("TopicTest", 1)] == 2 != was[("TopicTest", 1)]
     same(entry, want)
+
+
+def test_an_older_index_file_rewritten_in_place_with_its_time_put_back_has_its_slot_count_inferred_again(tmp_path):
+    """The settings take an older IndexFile's inferred slot count from the state (``SlotCounts``) while its size,
+    times and inode are the recorded ones: one whose entries were overwritten in place (they fit no slot count
+    now) with its modification time put back is inferred again."""
+    store, _ = built(tmp_path)
+    paths = [str(p) for p in sorted((store / "index").iterdir())]
+    assert len(paths) > 2
+    first = SlotCounts(identity=file_stat)
+    assert store_slot_count(paths, first) == OPTIONS["maxHashSlotNum"]
+    assert set(first.found) == set(paths[:-1])                 # the newest is inferred every run
+    old = Path(paths[0])
+    st = old.stat()
+    data = bytearray(old.read_bytes())
+    data[indexfile.HEADER_SIZE:] = b"\xff" * (len(data) - indexfile.HEADER_SIZE)
+    old.write_bytes(bytes(data))
+    os.utime(old, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = SlotCounts(first.found, identity=file_stat)
+    assert again.slots(str(old), closed=True) is None is read_index_file(str(old)).geometry
+    assert again.slots(paths[1], closed=True) == OPTIONS["maxHashSlotNum"]
