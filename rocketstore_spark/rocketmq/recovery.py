@@ -100,9 +100,8 @@ def _entries(path: str) -> np.ndarray:
 
 
 class QueueFileReads:
-    """What one simulation takes from each ConsumeQueue file it looks at (driver): a summary (``summary``: held
-    entries, valid entries before the first invalid one, offset + size of the last valid one, the first entry's
-    physical offset, the largest physical offset among the valid ones) — small, so a run keeps every file's
+    """What one simulation takes from each ConsumeQueue file it looks at (driver): a summary
+    (``rocketmq.consumequeue.file_summary``) — small, so a run keeps every file's
     (steps 1 and 3 look at the same last files: each is read once) where the entries themselves would not fit.
 
     ``known``: path -> [identity, summary] of closed files (not their queue's last) from an earlier run (the
@@ -126,11 +125,7 @@ class QueueFileReads:
         if old is not None and old[0] == ident:
             s = old[1]
         else:
-            raw = _entries(path)
-            n = consumequeue.written_count(raw)
-            offsets = raw["commit_log_offset"]
-            s = [len(raw), n, int(offsets[n - 1]) + int(raw["size"][n - 1]) if n else -1,
-                 int(offsets[0]) if len(raw) else None, int(offsets[:n].max()) if n else -1]
+            s = cq.file_summary(_entries(path))
         self._summaries[path] = s
         if ident is not None:
             self.found[path] = [ident, s]

@@ -9,7 +9,8 @@ What a check leaves for the next one (``resume_state``, JSON in the scrub's stat
   ``file_stat`` (size, modification and change times, inode), and a digest (blake2b) of the bytes below P of the
   segment that holds P (the one a live broker appends to; its times move);
 * per queue: ``check_queue``'s resume (dispatch's state after the last record, the file walk after the last
-  valid entry, the QUEUEOFFSET check's last record, what each closed file holds) if the queue had no finding,
+  valid entry, the QUEUEOFFSET check's last record, what each closed file holds and, of those the bounds looked
+  at, their ``rocketmq.consumequeue.file_summary``) if the queue had no finding,
   and its files as they were: each file's name and ``file_stat``, and a digest of the bytes up to the last valid
   entry of the file holding it (the file a broker appends to);
 * per IndexFile: its ``file_stat``, header, whether it was the newest, its predecessor's end time, and its verdict.
@@ -160,6 +161,9 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
             # what the closed files hold (the next run reads them again only if their size or time moved)
             held = {relative_name(path, root): count for path, _, count in q.held}
             q.resume["counts"] = {row[0]: held[row[0]] for row in files if row[2] is None and row[0] in held}
+            # ... and what the bounds took from them (``verify.queues.check_queue``): trusted as the counts are
+            q.resume["summaries"] = {n: x for n, x in q.resume.get("summaries", {}).items()
+                                     if n in q.resume["counts"]}
         queues[_queue_key(q.topic, q.queue_id)] = {"resume": q.resume if clean else None, "files": files}
     if known is None:
         known = [v for v in index_views(layout, verdict.settings) if v.geometry is not None] \
