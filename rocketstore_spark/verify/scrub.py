@@ -164,17 +164,31 @@ def files_signature(layout: StoreLayout) -> str:
     trusts files by the same four)."""
     top = str(layout.files.root or layout.files.commitlog_dir)
     h = hashlib.blake2b(digest_size=16)
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = os.path.join(dirpath, name)
+
+    def walk(directory: str, rel: str) -> None:
+        """The files of ``directory`` in name order, then its directories (not followed when links), as
+        ``os.walk`` visits them; names relative to ``top`` without ``relpath`` (thousands of files a run)."""
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:                         # gone or unreadable since it was listed
+            return
+        subdirs = []
+        for e in entries:
             try:
-                st = os.lstat(p)
-            except FileNotFoundError:           # deleted while we walked (retention): a change all the same
+                if e.is_dir():
+                    if not e.is_symlink():
+                        subdirs.append(e)
+                    continue
+                st = e.stat(follow_symlinks=False)
+            except FileNotFoundError:       # deleted while we walked (retention): a change all the same
                 h.update(b"gone")
                 continue
-            h.update(f"{os.path.relpath(p, top)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
+            h.update(f"{rel}{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
                      .encode("utf-8", "surrogateescape"))
+        for e in subdirs:
+            walk(e.path, f"{rel}{e.name}{os.sep}")
+
+    walk(top, "")
     return h.hexdigest()
 
 

@@ -275,8 +275,10 @@ def test_a_closed_queue_file_the_recovery_report_knows_changed_in_place_with_its
     before = scrub(store, state)
     closed = queue_file(store, "TopicTest", 1, 0)
     assert closed != queue_file(store, "TopicTest", 1, -1)
-    kept = load_state(str(state))["stores"][os.path.abspath(str(store))]["cross"]["queue_files"]
-    assert str(closed.relative_to(store)) in kept                  # the summary the next run would trust
+    cross = load_state(str(state))["stores"][os.path.abspath(str(store))]["cross"]
+    assert str(closed.relative_to(store)) in cross["queue_files"]        # the summary the next run would trust
+    for key, q in cross["resume"]["queues"].items():       # the queue checks' summaries: of closed files only
+        assert q["resume"]["summaries"] and set(q["resume"]["summaries"]) <= set(q["resume"]["counts"]), key
     st = closed.stat()
     data = bytearray(closed.read_bytes())
     data[2 * ENTRY_SIZE + 8:2 * ENTRY_SIZE + 12] = bytes(4)       # entry 2's size: 0, an invalid entry
