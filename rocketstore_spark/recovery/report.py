@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from rocketstore_spark.documents import header
 from rocketstore_spark.rocketmq import dispatch
-from rocketstore_spark.rocketmq.recovery import QueueFeed, RecoveryReport, Simulation
+from rocketstore_spark.rocketmq.recovery import QueueFeed, QueueFileReads, RecoveryReport, Simulation
 from rocketstore_spark.rocketmq.dledger_recovery import DLedgerSimulation
 from rocketstore_spark.rocketmq.releases import family_named
 from rocketstore_spark.rocketmq.rocksdb_recovery import RocksDBSimulation
@@ -73,14 +73,16 @@ def _iso(ms) -> str | None:
 def recovery_report(path: str, *, options: dict | None = None, broker_conf: str | None = None,
                     release_family: str | None = None, reachable_below: int | None = None,
                     queue_feed: QueueFeed | None = None,
-                    resolved: tuple[StoreLayout, BrokerSettings] | None = None) -> tuple[dict, RecoveryReport]:
+                    resolved: tuple[StoreLayout, BrokerSettings] | None = None,
+                    queue_reads: QueueFileReads | None = None) -> tuple[dict, RecoveryReport]:
     """(the report document, the simulation's result) for the one store at ``path``. ``options``: broker
     settings and ``rocketmqVersion``; ``release_family``: one of ``rocketmq.releases.FAMILY_NAMES`` (overrides the
     release's family); ``reachable_below``: ``rocketmq.recovery.Simulation``'s (the scrub's); ``queue_feed``: the
     unreachable records counted from another pass's queue records (``rocketmq.recovery.QueueFeed``: the audit's
     verify) rather than a dispatch of the log of its own; ``resolved``: the store's layout and the settings
     ``rocketmq.settings.resolve`` gave it with these options and broker.conf, when the caller has them already
-    (the scrub's: the store is not listed nor its settings resolved again)."""
+    (the scrub's: the store is not listed nor its settings resolved again); ``queue_reads``: the ConsumeQueue
+    files' summaries known from an earlier run (``rocketmq.recovery.QueueFileReads``: the scrub's)."""
     if resolved is not None:
         layout, settings = resolved
     else:
@@ -100,7 +102,8 @@ def recovery_report(path: str, *, options: dict | None = None, broker_conf: str 
     elif layout.engines is not None and any(e.name == "DLedger CommitLog" for e in layout.engines.engines):
         sim = DLedgerSimulation(layout, settings)      # DLedger's recovery, then DLedgerCommitLog's
     else:
-        sim = Simulation(layout, settings, release_family, reachable_below=reachable_below, queue_feed=queue_feed)
+        sim = Simulation(layout, settings, release_family, reachable_below=reachable_below, queue_feed=queue_feed,
+                         queue_reads=queue_reads)
     r = sim.run()
     w = r.walk
     data_end = max((c.base_offset + c.scan.data_end for c in sim._checks.values() if c.scan and c.scan.records),

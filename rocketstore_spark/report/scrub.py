@@ -9,12 +9,17 @@ them on executors).
 
 Cross-checks — ConsumeQueues, IndexFiles, checkpoint and shutdown state, consumer offsets, the store's
 layout (``verify.store.verify_store`` without its BODYCRC scans, which the segment scans above stand for) and
-the recovery report — are carried over when no file of the store changed (a digest of every file's name, size
-and time), no segment's bytes changed, no segment's scan found other findings than last time, and the settings
-are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
+the recovery report — are carried over when no file of the store changed (a digest of every file's name, size,
+times and inode), no segment's bytes changed, no segment's scan found other findings than last time, and the
+settings are the same. Else they run: resumed (``verify.cross``: the CommitLog written since the last run dispatched,
 each queue checked on from its state, new, changed and newest IndexFiles checked again) when the state shows
 that gives the whole check's findings, else whole (``verify_store``); the recovery report runs whole either
-way. On a live broker, whose queues, checkpoint and offsets change all the time, that is every night: resumed.
+way, but of the closed ConsumeQueue files (not their queue's last) it looked at last run it takes the summary
+kept in the state (``rocketmq.recovery.QueueFileReads``) when the file's size, modification and change times
+and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again). The
+settings are resolved again likewise, each older IndexFile's inferred slot count taken from the state by the
+same rule (``store.indexes.SlotCounts``). On a live broker, whose queues, checkpoint and offsets change all
+the time, that is every night: resumed.
 
 The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
 bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
@@ -32,11 +37,14 @@ from rocketstore_spark.documents import json_text
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.report.audit import Audit, audit_entry
+from rocketstore_spark.rocketmq.recovery import QueueFileReads
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
+from rocketstore_spark.store.indexes import SlotCounts
+from rocketstore_spark.store.layout import relative_name
 from rocketstore_spark.store.outputs import outside_stores, store_roots
-from rocketstore_spark.verify.cross import PrefixDigests, refusal, resume_state, verify_resumed
+from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, save_state)
@@ -72,18 +80,23 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
 
 
 def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,
-                  resume: dict | None, segments: dict[str, dict]) -> dict:
+                  resume: dict | None, segments: dict[str, dict], queue_files: dict | None) -> dict:
     """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
     last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
-    them). ``segments``: this run's segment verdicts by name."""
+    them). ``segments``: this run's segment verdicts by name; ``queue_files``: the last run's summaries of
+    the closed ConsumeQueue files its recovery report looked at (name -> [``verify.cross.file_stat``, summary]:
+    ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again)."""
+    root = store_root(layout)
+    reads = QueueFileReads({os.path.join(root, n): v for n, v in (queue_files or {}).items()}, identity=file_stat)
     verdicts = {n: r["verdict"] for n, r in segments.items()}
     prefixes = PrefixDigests()          # the files digested up to the last run's point go on to this run's
     why = refusal(layout, resume, verdicts, prefixes)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
         # resumable: every queued record below the last run's end is in its queue (``verify.cross.refusal``)
         report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf,
-                             reachable_below=resume["end"] if why is None else None, resolved=(layout, settings)) \
+                             reachable_below=resume["end"] if why is None else None, resolved=(layout, settings),
+                             queue_reads=reads) \
             if layout.files.root is not None else None
         if why is not None:
             how = "run"
@@ -99,13 +112,13 @@ def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker
                 rec = report.result()[0]
             except UnsupportedStore as e:
                 refused = str(e)
-    root = store_root(layout)
     rest = list(v.findings)
     for f in (relative(x, root) for _, s in v.segments for x in getattr(s, "findings", [])):
         rest.remove(f)                                   # each segment finding once (verdict.findings holds it)
     return {"findings": [f.as_row() for f in rest], "recovery": rec, "recovery_refused": refused,
             "log": [v.log.min_offset, v.log.end], "how": how,
-            "why": why, "resume": after, "settings": settings.to_json()}
+            "why": why, "resume": after, "settings": settings.to_json(),
+            "queue_files": {relative_name(p, root): v for p, v in reads.found.items()}}
 
 
 def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int = ROTATION,
@@ -148,9 +161,15 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
         rerun = prev is None or prev.get("files") != signature or differs or bool(plan and plan.changed)
         resumable = prev is not None and not (plan and plan.changed)     # verify.cross checks the log itself
         if rerun:
-            settings = resolve(layout, options, broker_conf)
-            cross = _as_json(_cross_checks(layout, settings, options, broker_conf, work_dir,
-                                           prev["cross"].get("resume") if resumable else None, segments))
+            known = (prev or {}).get("cross", {})
+            # the older IndexFiles' slot counts as the last run inferred them, of files unchanged since
+            slots = SlotCounts({os.path.join(root, n): v for n, v in known.get("index_slots", {}).items()},
+                               identity=file_stat)
+            settings = resolve(layout, options, broker_conf, slot_counts=slots)
+            cross = _cross_checks(layout, settings, options, broker_conf, work_dir,
+                                  known.get("resume") if resumable else None, segments, known.get("queue_files"))
+            cross["index_slots"] = {relative_name(p, root): v for p, v in slots.found.items()}
+            cross = _as_json(cross)
         else:       # no file changed, nor the options: the settings resolve as they did
             cross = prev["cross"]
             settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \

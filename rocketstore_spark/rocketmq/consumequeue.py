@@ -167,25 +167,41 @@ def _place(states, queue, queue_offset, physical_offset, size, file_size):
 
 # ------------------------------------------------------------------------- a queue's bounds after load
 
+def file_summary(raw: np.ndarray) -> list:
+    """What a queue's recovery and bounds take from one file's held entries ``raw``: [entries held, valid entries
+    before the first invalid one (``written_count``), offset + size of the last of those (-1: none), the first
+    entry's physical offset (None: no entry), the largest physical offset among the valid ones (-1: none)]."""
+    n = cq_codec.written_count(raw)
+    offsets = raw["commit_log_offset"]
+    return [len(raw), n, int(offsets[n - 1]) + int(raw["size"][n - 1]) if n else -1,
+            int(offsets[0]) if len(raw) else None, int(offsets[:n].max()) if n else -1]
+
+
 def rocketmq_bounds(files: list, read: Callable[[int], np.ndarray], log_min: int,
-                    expired_min_is_max: bool = True) -> tuple[int, int]:
+                    expired_min_is_max: bool = True, summary: Callable[[int], list] | None = None) -> tuple[int, int]:
     """(min offset, max offset) of a queue as RocketMQ computes them when it loads it: ``recover`` walks from
     the third-last file and ends the queue at the first invalid entry (a full valid file moves on to the
     next); ``correctMinOffset`` takes the first entry pointing at or above the CommitLog's minimum, looking
     from the first file on. When every entry points below it (all expired), 5.x puts the min at the max
     (golden 5.5.1 ``consumer-offsets``), 4.9.x leaves it at 0 (``expired_min_is_max=False``). ``files``: the
     queue's files in order, each with its queue byte offset second; ``read(k)``: the entries of file k (only
-    the files needed are read)."""
+    the files needed are read); ``summary(k)``: file k's ``file_summary`` (default: of ``read(k)``) — a file
+    whose summary settles it is not read."""
     if not files:
         return 0, 0
+    summary = summary or (lambda k: file_summary(read(k)))
     max_offset = 0
     for k in range(max(0, len(files) - 3), len(files)):
-        raw = read(k)
-        n = cq_codec.written_count(raw)
+        held, n = summary(k)[:2]
         max_offset = (files[k][1] + n * ENTRY_SIZE) // ENTRY_SIZE
-        if n < len(raw) or not len(raw):
+        if n < held or not held:
             break
     for k, f in enumerate(files):
+        _, n, _, first, largest = summary(k)
+        if not n or largest < log_min:
+            continue                                # no valid entry at or above log_min
+        if first >= log_min:
+            return f[1] // ENTRY_SIZE, max_offset
         raw = read(k)
         hit = np.flatnonzero(raw["commit_log_offset"][:cq_codec.written_count(raw)] >= log_min)
         if len(hit):

@@ -103,17 +103,51 @@ def _entries(path: str) -> np.ndarray:
     return read_held(path)
 
 
-def recover_queue(topic: str, queue_id: int, queue_dir) -> QueueRecovery:
+class QueueFileReads:
+    """What one simulation takes from each ConsumeQueue file it looks at (driver): a summary
+    (``rocketmq.consumequeue.file_summary``) — small, so a run keeps every file's
+    (steps 1 and 3 look at the same last files: each is read once) where the entries themselves would not fit.
+
+    ``known``: path -> [identity, summary] of closed files (not their queue's last) from an earlier run (the
+    scrub's state); ``identity(path)``: what tells a file unchanged (the scrub's size, modification and change
+    times and inode: no call sets the change time back, so a file rewritten in place is read again). A closed
+    file whose identity is the recorded one is not read. ``found``: path -> [identity, summary] of the closed
+    files this run looked at, identity taken before the read (for the caller to keep); empty without
+    ``identity``."""
+
+    def __init__(self, known: dict[str, list] | None = None, identity=None):
+        self.known, self.identity = known or {}, identity
+        self.found: dict[str, list] = {}
+        self._summaries: dict[str, list[int]] = {}
+
+    def summary(self, path: str, closed: bool = False) -> list[int]:
+        s = self._summaries.get(path)
+        if s is not None:
+            return s
+        ident = self.identity(path) if closed and self.identity is not None else None
+        old = self.known.get(path) if ident is not None else None
+        if old is not None and old[0] == ident:
+            s = old[1]
+        else:
+            s = cq.file_summary(_entries(path))
+        self._summaries[path] = s
+        if ident is not None:
+            self.found[path] = [ident, s]
+        return s
+
+
+def recover_queue(topic: str, queue_id: int, queue_dir, reads: QueueFileReads | None = None) -> QueueRecovery:
     """Step 1 for one queue (ConsumeQueue.recover): from the third-last file, a file valid to its end leads
-    to the next; the queue ends at the first invalid entry."""
+    to the next; the queue ends at the first invalid entry. ``reads``: the simulation's (``QueueFileReads``)."""
+    reads = reads or QueueFileReads()
     q = QueueRecovery(topic, queue_id, [(p, o) for p, o in StoreMap.queue_files(queue_dir)])
-    for path, cq_offset in q.files[max(0, len(q.files) - 3):]:
-        raw = _entries(path)
-        n = consumequeue.written_count(raw)
+    for k in range(max(0, len(q.files) - 3), len(q.files)):
+        path, cq_offset = q.files[k]
+        held, n, max_physical, _, _ = reads.summary(path, closed=k < len(q.files) - 1)
         q.max_offset = (cq_offset + n * ENTRY_SIZE) // ENTRY_SIZE
         if n:
-            q.max_physical = int(raw["commit_log_offset"][n - 1]) + int(raw["size"][n - 1])
-        if n < len(raw) or not len(raw):
+            q.max_physical = max_physical
+        if n < held or not held:
             break
     return q
 
@@ -151,13 +185,26 @@ def first_entry_at_or_above(files: list[tuple[str, int]], end: int, log_min: int
     return None
 
 
-def truncate_queue(q: QueueRecovery, process_offset: int, file_size: int) -> None:
+def truncate_queue(q: QueueRecovery, process_offset: int, file_size: int,
+                   reads: QueueFileReads | None = None) -> None:
     """Step 3 for one queue (ConsumeQueue.truncateDirtyLogicFiles): from the last file back, a file whose
     first entry points at or beyond ``process_offset`` is deleted; in the first one that does not, the queue
-    ends at the first entry that does (or the first invalid one)."""
+    ends at the first entry that does (or the first invalid one). ``reads``: the simulation's; a file whose
+    summary shows every valid entry below ``process_offset`` is not read again (it ends at its first invalid
+    entry)."""
     files = list(q.files)
     while files:
         path, cq_offset = files[-1]
+        if reads is not None:
+            held, n, max_physical, first, largest = reads.summary(path, closed=len(files) < len(q.files))
+            if first is not None and first >= process_offset:
+                q.files_deleted.append(path)
+                files.pop()
+                continue
+            if n and largest < process_offset:
+                q.cut_max_offset = (cq_offset + n * ENTRY_SIZE) // ENTRY_SIZE
+                q.max_physical = max_physical
+                return
         raw = _entries(path)
         if len(raw) and int(raw["commit_log_offset"][0]) >= process_offset:
             q.files_deleted.append(path)
@@ -220,16 +267,19 @@ class Simulation:
 
     def __init__(self, layout: StoreLayout, settings: BrokerSettings, release_family: str | None = None,
                  without_derived: bool = False, reachable_below: int | None = None,
-                 queue_feed: "QueueFeed | None" = None):
+                 queue_feed: "QueueFeed | None" = None, queue_reads: QueueFileReads | None = None):
         """``reachable_below``: a physical offset below which every queued record is known to have its entry in
         its queue, below every entry that could end the queue (the scrub's resumed cross-checks show it: every
         queue without findings up to there, its files and the log there unchanged); ``unreachable`` does not
         read those records again (none of them can be beyond its queue's end: a recovery keeps every entry
         below its process offset, and dispatch only moves an end up). ``queue_feed``: the unreachable records
-        counted from another pass's queue columns (the audit's verify), not by dispatching the log again."""
+        counted from another pass's queue columns (the audit's verify), not by dispatching the log again.
+        ``queue_reads``: the ConsumeQueue files' summaries, with what a caller knows of closed files
+        (``QueueFileReads``; the scrub's); a fresh one by default."""
         self.layout, self.settings = layout, settings
         self.reachable_below = reachable_below
         self.queue_feed = queue_feed
+        self.reads = queue_reads or QueueFileReads()      # the ConsumeQueue files' summaries (the scrub's known)
         # a restart after consumequeue/ and index/ were removed (the rebuild: ``restart_dispatch``)
         self.without_derived = without_derived
         self.family: Family = family_named(release_family) if release_family else settings.release.family
@@ -424,7 +474,7 @@ class Simulation:
 
     def _run(self) -> "RecoveryReport":
         files, segs = self.layout.files, self.layout.segments
-        queues = [recover_queue(t, q, d) for t, q, d in files.queue_dirs()] \
+        queues = [recover_queue(t, q, d, self.reads) for t, q, d in files.queue_dirs()] \
             if files.root is not None and not self.without_derived else []
         log_min = segs[0].base_offset if segs else 0
         batch = load_batch_queues(files, batch_file_size(files, self.settings), log_min) \
@@ -455,13 +505,13 @@ class Simulation:
             if max_cq >= po:
                 for q in queues:
                     if not q.redispatched:
-                        truncate_queue(q, po, file_size)
+                        truncate_queue(q, po, file_size, self.reads)
                         states[q.key] = q.state()
         else:
             # 4.9.x and 5.0-5.3.1 normal: cut first; dispatch (4.9.x only) at start() from the largest queue end
             if max_cq >= po:
                 for q in queues:
-                    truncate_queue(q, po, file_size)
+                    truncate_queue(q, po, file_size, self.reads)
             after_cut = max((q.max_physical for q in queues), default=-1)
             lo = max(after_cut, log_min) if dispatch_rule == NormalDispatch.FROM_QUEUE_END_AFTER_CUT else po
             # without queue files this is start()'s reput, which ``restart_dispatch`` follows itself
@@ -1060,4 +1110,4 @@ def add_pieces(out: RestartDispatch, layout: StoreLayout, sim: Simulation, lazy:
 
 
 __all__ = ["DispatchPiece", "add_pieces", "LaterStart", "RecoveryReport", "RestartDispatch", "Simulation", "add_queue_spans",
-           "first_entry_at_or_above", "recover_queue", "restart_dispatch", "truncate_queue"]
+           "first_entry_at_or_above", "QueueFileReads", "recover_queue", "restart_dispatch", "truncate_queue"]

@@ -41,7 +41,7 @@ from rocketstore_spark.rocketmq.consumequeue import file_size_setting
 from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.store import multipath
 from rocketstore_spark.store.discovery import StoreLayout
-from rocketstore_spark.store.indexes import iter_entries, read_index_file, store_slot_count
+from rocketstore_spark.store.indexes import SlotCounts, iter_entries, read_index_file, store_slot_count
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 DEFAULT_RELEASE = "4.9.8"
@@ -87,9 +87,11 @@ def file_digest(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None) -> BrokerSettings:
+def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None,
+            slot_counts: SlotCounts | None = None) -> BrokerSettings:
     """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in
-    broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored."""
+    broker.conf, plus ``rocketmqVersion``) -> value; None values are ignored. ``slot_counts``: the older
+    IndexFiles' slot counts known from an earlier run (``store.indexes.SlotCounts``: the scrub's)."""
     given, sources, conf = {}, {}, None
     dirs = (options or {}).get(multipath.STORE_PATH)       # the CommitLog's directories, given (store.multipath)
     if dirs:
@@ -125,7 +127,7 @@ def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: 
             sources["mappedFileSizeConsumeQueue"] = "the store's ConsumeQueue files"
 
     index_files = [str(p) for p in layout.files.index_files()]
-    observed_slots = store_slot_count(index_files) if index_files else None
+    observed_slots = store_slot_count(index_files, slot_counts) if index_files else None
     # the geometry of the first IndexFile that has one with that slot count (a damaged or foreign file has none)
     observed = next((g for g in (read_index_file(p, observed_slots).geometry for p in index_files) if g is not None),
                     None) if observed_slots is not None else None

@@ -50,11 +50,41 @@ def read_index_file(path: str, hash_slot_num: int | None = None, store_slots: in
     return view
 
 
-def store_slot_count(paths) -> int | None:
+def store_slot_count(paths, known: "SlotCounts | None" = None) -> int | None:
     """The slot count the IndexFiles of one store agree on (one broker, one setting), inferred file by file;
-    None when none can be inferred or they disagree (the setting was changed between files)."""
-    found = {v.geometry.hash_slot_num for v in map(read_index_file, paths) if v.geometry is not None}
+    None when none can be inferred or they disagree (the setting was changed between files). ``known``: the
+    counts of older files remembered from an earlier run (``SlotCounts``: the scrub's)."""
+    paths = list(paths)
+    infer = known.slots if known is not None else _slots
+    found = {n for k, path in enumerate(paths) if (n := infer(path, k < len(paths) - 1)) is not None}
     return found.pop() if len(found) == 1 else None
+
+
+def _slots(path, closed: bool = False) -> int | None:
+    view = read_index_file(path)
+    return view.geometry.hash_slot_num if view.geometry is not None else None
+
+
+class SlotCounts:
+    """The slot count each IndexFile's own size and entries give (``resolve_geometry`` without a given count),
+    remembered across runs (the scrub's): ``known``: path -> [identity, slot count or None] of files that were
+    not the newest, from an earlier run; ``identity(path)``: what tells a file unchanged (the scrub's size,
+    modification and change times and inode: a file rewritten in place shows by its change time). A file that
+    is not the newest (no longer written) whose identity is the recorded one is not read. ``found``: this run's
+    for the files not the newest, identity taken before the read."""
+
+    def __init__(self, known: dict[str, list] | None = None, identity=None):
+        self.known, self.identity = known or {}, identity
+        self.found: dict[str, list] = {}
+
+    def slots(self, path, closed: bool = False) -> int | None:
+        path = str(path)
+        ident = self.identity(path) if closed and self.identity is not None else None
+        old = self.known.get(path) if ident is not None else None
+        n = old[1] if old is not None and old[0] == ident else _slots(path)
+        if ident is not None:
+            self.found[path] = [ident, n]
+        return n
 
 
 def resolve_geometry(view: IndexFileView, hash_slot_num: int | None) -> None:

@@ -6,13 +6,14 @@ sends the scrub to the whole check.
 What a check leaves for the next one (``resume_state``, JSON in the scrub's state):
 
 * ``end``, ``log_min``: the CommitLog's data end (P) and first offset when it ran; per segment below P its
-  ``_stat`` (size, modification and change times, inode), and a digest (blake2b) of the bytes below P of the
+  ``file_stat`` (size, modification and change times, inode), and a digest (blake2b) of the bytes below P of the
   segment that holds P (the one a live broker appends to; its times move);
 * per queue: ``check_queue``'s resume (dispatch's state after the last record, the file walk after the last
-  valid entry, the QUEUEOFFSET check's last record, what each closed file holds) if the queue had no finding,
-  and its files as they were: each file's name and ``_stat``, and a digest of the bytes up to the last valid
+  valid entry, the QUEUEOFFSET check's last record, what each closed file holds and, of those the bounds looked
+  at, their ``rocketmq.consumequeue.file_summary``) if the queue had no finding,
+  and its files as they were: each file's name and ``file_stat``, and a digest of the bytes up to the last valid
   entry of the file holding it (the file a broker appends to);
-* per IndexFile: its ``_stat``, header, whether it was the newest, its predecessor's end time, and its verdict.
+* per IndexFile: its ``file_stat``, header, whether it was the newest, its predecessor's end time, and its verdict.
 
 What is trusted without reading a byte: a file whose size, modification time, change time and inode are the
 ones recorded. The change time moves with every write through the file system and with every ``utime`` —
@@ -33,8 +34,8 @@ this run's is read once (``PrefixDigests``).
 
 It refuses (returns why; the scrub then runs the whole check) when anything under a verified point changed or
 cannot be told unchanged: another first segment (retention), a log that ends before P, a segment below P other
-than P's whose ``_stat`` changed, bytes below P of P's segment that differ, a queue with findings last time,
-a queue file below its last valid entry whose name or ``_stat`` changed (the file holding it: whose bytes up to
+than P's whose ``file_stat`` changed, bytes below P of P's segment that differ, a queue with findings last time,
+a queue file below its last valid entry whose name or ``file_stat`` changed (the file holding it: whose bytes up to
 it differ), the state of another version. Never trusted: a file rewritten in place under the verified point.
 """
 from __future__ import annotations
@@ -91,7 +92,7 @@ def scans_of(layout: StoreLayout, verdicts: dict[str, dict], root: str) -> list[
             for seg in layout.segments]
 
 
-def _stat(path: str) -> list[int]:
+def file_stat(path: str) -> list[int]:
     """[size, modification time, change time (ns), inode]: what tells a file unchanged since the last run. The
     change time moves with every write and with every change of the modification time itself (``utime``): no
     call sets it back, so a file rewritten in place with its modification time put back still shows."""
@@ -104,7 +105,7 @@ def _queue_key(topic: str, queue_id: int) -> str:
 
 
 def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: list, prefixes: PrefixDigests) -> list:
-    """[name, stat (``_stat``), digest, length] of the queue's files up to the one holding its last valid
+    """[name, stat (``file_stat``), digest, length] of the queue's files up to the one holding its last valid
     entry, in order: that file's digest is of its first ``length`` bytes (up to that entry), the others' None.
     ``held``: ``QueueVerdict.held``."""
     last = resume["walk"]["last"]
@@ -113,7 +114,7 @@ def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: lis
     held = {path: (base, count) for path, base, count in held}
     out = []
     for path, _ in StoreMap.queue_files(queue_dir):
-        out.append([relative_name(path, root), _stat(path), None, 0])
+        out.append([relative_name(path, root), file_stat(path), None, 0])
         base, count = held.get(path, (0, 0))
         if path in held and base + count > last:
             length = (last - base + 1) * ENTRY_SIZE
@@ -123,7 +124,7 @@ def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: lis
 
 
 def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str) -> dict:
-    return {"stat": _stat(view.path), "header": view.header, "newest": newest,
+    return {"stat": file_stat(view.path), "header": view.header, "newest": newest,
             "previous_end": previous_end,
             "entries": verdict.entries, "keys_expected": verdict.keys_expected,
             "unindexed_after": verdict.unindexed_after,
@@ -147,7 +148,7 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
         if scan.records and seg.base_offset + scan.data_end == end and scan.valid_end != scan.data_end:
             return None                 # the log ends in damage: the next dispatch could not start at a record
         name = relative_name(seg.path, root)
-        segments[name] = _stat(seg.path)
+        segments[name] = file_stat(seg.path)
         if tail is None and seg.base_offset <= end <= seg.base_offset + segments[name][0]:
             tail = [name, prefixes.digest(seg.path, end - seg.base_offset)]
     dirs = {(t, q): str(d) for t, q, d in layout.files.queue_dirs()}
@@ -160,6 +161,9 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
             # what the closed files hold (the next run reads them again only if their size or time moved)
             held = {relative_name(path, root): count for path, _, count in q.held}
             q.resume["counts"] = {row[0]: held[row[0]] for row in files if row[2] is None and row[0] in held}
+            # ... and what the bounds took from them (``verify.queues.check_queue``): trusted as the counts are
+            q.resume["summaries"] = {n: x for n, x in q.resume.get("summaries", {}).items()
+                                     if n in q.resume["counts"]}
         queues[_queue_key(q.topic, q.queue_id)] = {"resume": q.resume if clean else None, "files": files}
     if known is None:
         known = [v for v in index_views(layout, verdict.settings) if v.geometry is not None] \
@@ -196,7 +200,7 @@ def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict],
     for name, stat in prev["segments"].items():
         if name not in now:
             return f"{name} is gone"
-        if _stat(now[name]) == stat:
+        if file_stat(now[name]) == stat:
             continue
         tail = prev["tail"]
         if tail is None or tail[0] != name:
@@ -211,7 +215,7 @@ def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict],
         for name, was, digest, length in q["files"]:
             path = os.path.join(root, name)
             try:
-                stat = _stat(path)
+                stat = file_stat(path)
             except FileNotFoundError:
                 return f"{name} is gone"
             if stat == was:
@@ -254,7 +258,7 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
             newest = k == len(known) - 1
             previous_end = known[k - 1].header["end_timestamp"] if k else None
             same = old is not None and not newest and not old["newest"] and old["previous_end"] == previous_end \
-                and old["stat"] == _stat(view.path) and old["header"] == view.header \
+                and old["stat"] == file_stat(view.path) and old["header"] == view.header \
                 and (not old["findings"] or log.end == prev["end"])
             if same:
                 v = IndexVerdict(name, old["entries"], old["keys_expected"], old["unindexed_after"],

@@ -153,20 +153,30 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
 
     ``resume``: a previous check's ``QueueVerdict.resume`` of this queue, which found nothing, its files and the
     records before ``records`` unchanged since (the caller's to make sure: ``verify.cross``; its ``counts``,
-    when there, the entries held by files unchanged since): the walk of the
+    when there, the entries held by files unchanged since, and ``summaries`` what the bounds took from those
+    files, ``rocketmq.consumequeue.file_summary``): the walk of the
     files goes on after their last valid entry, dispatch from the state the earlier records left, and the
     comparison from the queue offset the files ended at — the findings and counts are the whole check's. The
     files' sizes and names and the queue's bounds are checked whole every time (no entry is read for them but
-    the few files ``rocketmq_bounds`` reads)."""
+    the few files ``rocketmq_bounds`` reads, and of those not the unchanged ones whose summary settles them)."""
     v = QueueVerdict(topic, queue_id)
     listed = _listing(queue_dir, root)
     files = _queue_files(listed, (resume or {}).get("counts"))
     v.files = len(files)
     v.held = [(f.path, f.base, f.count) for f in files]
     sizes = _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size)
+    # the closed files' summaries the bounds took last time, of files known unchanged (as ``counts``)
+    known = {n: x for n, x in (resume or {}).get("summaries", {}).items() if n in (resume or {}).get("counts", {})}
+    summaries: dict[str, list] = {}
+
+    def summary(k: int) -> list:
+        f = files[k]
+        found = summaries[f.name] = known.get(f.name) or cq.file_summary(f.read(0, f.count))
+        return found
+
     v.min_offset, v.max_offset = cq.rocketmq_bounds([(f.name, f.cq_offset) for f in files],
                                                     lambda k: files[k].read(0, files[k].count), log.min_offset,
-                                                    expired_min_is_max)
+                                                    expired_min_is_max, summary)
     # the files in their order, a read at a time
     walk = _FileOrder(topic, queue_id, log.min_offset)
     offsets = _QueueOffsets(topic, queue_id, locate)
@@ -223,7 +233,7 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     v.resume = {"state": [state.end, state.max_physical, state.first, state.file_start, state.written, state.skipped,
                           state.moved],
                 "previous": list(offsets.previous) if offsets.previous is not None else None,
-                "walk": walk.carried(), "records": v.records}
+                "walk": walk.carried(), "records": v.records, "summaries": summaries}
     return v
 
 

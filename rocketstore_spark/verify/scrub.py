@@ -157,21 +157,38 @@ def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: in
 
 
 def files_signature(layout: StoreLayout) -> str:
-    """A digest of every file's name, size and modification time under the store (its root, or a bare
-    CommitLog directory): what decides whether the cross-checks (queues, IndexFiles, offsets, checkpoint, the
-    recovery report) run again or are carried over."""
+    """A digest of every file's name, size, modification and change times and inode under the store (its root,
+    or a bare CommitLog directory): what decides whether the cross-checks (queues, IndexFiles, offsets,
+    checkpoint, the recovery report) run again or are carried over. The change time is what shows a file
+    rewritten in place with its modification time put back (no call sets it back; ``verify.cross.file_stat``
+    trusts files by the same four)."""
     top = str(layout.files.root or layout.files.commitlog_dir)
     h = hashlib.blake2b(digest_size=16)
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = os.path.join(dirpath, name)
+
+    def walk(directory: str, rel: str) -> None:
+        """The files of ``directory`` in name order, then its directories (not followed when links), as
+        ``os.walk`` visits them; names relative to ``top`` without ``relpath`` (thousands of files a run)."""
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:                         # gone or unreadable since it was listed
+            return
+        subdirs = []
+        for e in entries:
             try:
-                st = os.lstat(p)
-            except FileNotFoundError:           # deleted while we walked (retention): a change all the same
+                if e.is_dir():
+                    if not e.is_symlink():
+                        subdirs.append(e)
+                    continue
+                st = e.stat(follow_symlinks=False)
+            except FileNotFoundError:       # deleted while we walked (retention): a change all the same
                 h.update(b"gone")
                 continue
-            h.update(f"{os.path.relpath(p, top)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            h.update(f"{rel}{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
+                     .encode("utf-8", "surrogateescape"))
+        for e in subdirs:
+            walk(e.path, f"{rel}{e.name}{os.sep}")
+
+    walk(top, "")
     return h.hexdigest()
 
 

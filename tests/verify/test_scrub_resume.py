@@ -22,6 +22,9 @@ from rocketstore_spark.report.scrub import scrub_stores
 from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.layout import offset_name
 from rocketstore_spark.verify import queues
+from rocketstore_spark.store.indexes import SlotCounts, read_index_file, store_slot_count
+from rocketstore_spark.verify.cross import file_stat
+from rocketstore_spark.verify.scrub import load_state
 from tests.golden.goldens import BY_ID
 from tests.verify.test_scrub import as_json, rows, same_answer
 from tests.verify.test_scrub import audit as audit_golden
@@ -257,3 +260,54 @@ def test_an_old_index_file_changed_below_its_count_with_its_time_put_back_is_che
     want = audit(store)
     assert "index.wrong_entry" in {f["check"] for f in want["findings"]}
     same(entry, want)
+
+
+def test_a_closed_queue_file_the_recovery_report_knows_changed_in_place_with_its_time_put_back_is_read_again(
+        tmp_path):
+    """The recovery report takes a closed queue file's summary from the state (``QueueFileReads``) when its size,
+    times and inode are the recorded ones. One made invalid in place (an entry's size zeroed: the queue's
+    recovery ends there) with its modification time put back still shows by its change time: read again, and
+    the report is the audit's."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    before = scrub(store, state)
+    closed = queue_file(store, "TopicTest", 1, 0)
+    assert closed != queue_file(store, "TopicTest", 1, -1)
+    cross = load_state(str(state))["stores"][os.path.abspath(str(store))]["cross"]
+    assert str(closed.relative_to(store)) in cross["queue_files"]        # the summary the next run would trust
+    for key, q in cross["resume"]["queues"].items():       # the queue checks' summaries: of closed files only
+        assert q["resume"]["summaries"] and set(q["resume"]["summaries"]) <= set(q["resume"]["counts"]), key
+    st = closed.stat()
+    data = bytearray(closed.read_bytes())
+    data[2 * ENTRY_SIZE + 8:2 * ENTRY_SIZE + 12] = bytes(4)       # entry 2's size: 0, an invalid entry
+    closed.write_bytes(bytes(data))
+    os.utime(closed, ns=(st.st_atime_ns, st.st_mtime_ns))
+    entry = scrub(store, state)
+    want = audit(store)
+    ends = {(q["topic"], q["queue_id"]): q["max_offset_on_disk"] for q in want["recovery"]["consumequeues"]}
+    was = {(q["topic"], q["queue_id"]): q["max_offset_on_disk"] for q in before["recovery"]["consumequeues"]}
+    assert ends[("TopicTest", 1)] == 2 != was[("TopicTest", 1)]
+    same(entry, want)
+
+
+def test_an_older_index_file_rewritten_in_place_with_its_time_put_back_has_its_slot_count_inferred_again(tmp_path):
+    """The settings take an older IndexFile's inferred slot count from the state (``SlotCounts``) while its size,
+    times and inode are the recorded ones: one whose entries were overwritten in place (they fit no slot count
+    now) with its modification time put back is inferred again."""
+    store, _ = built(tmp_path)
+    paths = [str(p) for p in sorted((store / "index").iterdir())]
+    assert len(paths) > 2
+    first = SlotCounts(identity=file_stat)
+    assert store_slot_count(paths, first) == OPTIONS["maxHashSlotNum"]
+    assert set(first.found) == set(paths[:-1])                 # the newest is inferred every run
+    old = Path(paths[0])
+    st = old.stat()
+    data = bytearray(old.read_bytes())
+    data[indexfile.HEADER_SIZE:] = b"\xff" * (len(data) - indexfile.HEADER_SIZE)
+    old.write_bytes(bytes(data))
+    os.utime(old, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = SlotCounts(first.found, identity=file_stat)
+    assert again.slots(str(old), closed=True) is None is read_index_file(str(old)).geometry
+    assert again.slots(paths[1], closed=True) == OPTIONS["maxHashSlotNum"]
