@@ -396,6 +396,8 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
             spill.wait()
         scans = [(seg.base_offset, spill.scan(k) if k in scanned else alone[k].result())
                  for k, seg in enumerate(layout.segments)]
+        if queue_feed is not None:
+            queue_feed.offer_scans(check_crc, dict(scans))          # the recovery report's scans (the audit's)
         for _, s in scans:
             findings += s.findings
         findings += [finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry")
