@@ -13,7 +13,10 @@ One ``audit_walk`` call hops from record to record by TOTALSIZE exactly as ``com
 through libdeflate (``crc32.body_crc_matches``) while the record is in cache. Without BODYCRC nothing streams
 the bytes ahead of the hops and each hop waits on memory: there, clean regions are walked as interleaved lanes
 (``commitlog.walk_lanes``, as the header-only decoder does) and ``audit_positions`` audits the records found;
-both loops share ``_audit_record``. The GIL is released throughout.
+both loops share ``_audit_record``. ``audit_tiles`` does the same audit inside another decoder's walk (the
+dispatch's, ``codec.dispatch_kernel.DispatchDecoder`` with ``audit``): ``tiles.walk_tiles``' walk and header
+decode a tile at a time, each tile's records audited right behind it while they are in cache, so the audit's
+verdicts come from the one pass that also decodes the headers. The GIL is released throughout.
 Runs wherever a segment is scanned (Spark's Python workers for ``rocketmq_segments``, the CLI, tests).
 """
 from __future__ import annotations
@@ -25,9 +28,10 @@ import numpy as np
 
 from rocketstore_spark.codec import commitlog, native
 from rocketstore_spark.codec.commitlog import (NO_STOP, POS_BODY_CRC, POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH,
-                                               POS_SYS_FLAG, STOP_LIMIT, Stop, be32, be64, host_lengths)
+                                               POS_SYS_FLAG, STOP_LIMIT, TILE_FULL, Stop, be32, be64, host_lengths)
 from rocketstore_spark.codec.crc32 import body_crc_matches, prop_crc_verdict
 from rocketstore_spark.codec.decoder import Decoded
+from rocketstore_spark.codec.tiles import walk_tile
 
 EARLIEST_PLAUSIBLE_MS = 1_325_376_000_000      # 2012-01-01: before RocketMQ (MetaQ 3) existed
 FUTURE_SLACK_MS = 86_400_000                   # a day after the scan: clocks of copies and hosts differ
@@ -109,6 +113,41 @@ def audit_positions(buf, buf_file_pos, base_offset, positions, n, check_props, c
                       check_props, check_times, state, out, counts, prop_failures)
     _keep_last(out, counts)
     return counts[C_RECORDS]
+
+
+@numba.njit(cache=True, nogil=True)
+def audit_tiles(buf, buf_file_pos, file_end, base_offset, start, limit, max_records, max_bytes, out_pos, stream, want,
+                header, check_crc, check_props, check_times, state, out, counts, prop_failures, frame=0):
+    """``tiles.walk_tiles``' walk (``tiles.walk_tile`` after tile, at most ``max_records`` records and none after
+    ``max_bytes`` of them; their positions into ``out_pos``, their header fields ``want`` into ``header``) with each tile's records audited (``_audit_record``: placement, BODYCRC with
+    ``check_crc``, ``__CRC32#``, store times) right after its headers are decoded, while the tile is in cache.
+    ``out`` holds at least max_records + 1 columns (it never fills). Returns (count, next_position, Stop)."""
+    buf = native.unowned(buf)           # no reference counting in the loop (native.unowned)
+    buf_end = buf_file_pos + buf.shape[0]
+    _start_call(counts)
+    pos = start
+    count = 0
+    used = 0
+    fetched = start - buf_file_pos
+    while True:
+        first = count
+        count, pos, stop, used, fetched = walk_tile(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
+                                                     max_records, used, max_bytes, out_pos, stream, fetched, frame,
+                                                     want, header)
+        if count > first:
+            for i in range(first, count):
+                record = out_pos[i]         # a record the walk found valid (a DLedger entry's: checked as one)
+                _, total, body_pos, body_len, props_len = commitlog.check_record(buf, buf_file_pos, buf_end, buf_end,
+                                                                                 record, 0)
+                _audit_record(buf, record - buf_file_pos, record, base_offset, total, body_pos, body_len, props_len,
+                              check_crc, check_props, check_times, state, out, counts, prop_failures)
+        if stop != TILE_FULL:
+            break
+        if count >= max_records:
+            stop = STOP_LIMIT
+            break
+    _keep_last(out, counts)
+    return count, pos, stop
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -214,6 +253,7 @@ class AuditDecoder:
         self._prop_failures = np.zeros(prop_failure_limit, dtype=np.int64)
         self._out = np.empty((4, OUT_ROWS if check_crc else LANE_ROWS + 1), dtype=np.int64)
         self._counts = np.zeros(COUNT_SLOTS, dtype=np.int64)
+        self._tile_out = None               # ``audit_tiles``' out rows, sized on its callers' batches
         if not check_crc:
             self._positions = np.empty(LANE_ROWS, dtype=np.int64)
             self._lane_counts = np.zeros(commitlog.LANES, dtype=np.int64)
@@ -253,6 +293,22 @@ class AuditDecoder:
         return Audited(None, out[O_KEEP, :c_keep].copy(), None, int(next_pos), Stop(stop),
                        out[O_MISPLACED, :c_mis].copy(), out[O_STORED, :c_mis].copy(), out[O_CRC, :c_crc].copy(),
                        records=int(n))
+
+    def audit_tiles(self, window: np.ndarray, window_position: int, file_size: int, base_offset: int, start: int,
+                    limit: int, max_records: int, max_bytes: int, positions: np.ndarray, stream: int, header,
+                    frame: int) -> tuple[int, int, int, np.ndarray]:
+        """``audit_tiles`` with this decoder's checks and state, for a decoder that walks for its own output (the
+        dispatch's): the walked records' positions go to ``positions``, their header fields to ``header``
+        (``commitlog.HeaderColumns``). Returns (count, next_position, stop, positions of the bodies failing
+        BODYCRC)."""
+        if self._tile_out is None or self._tile_out.shape[1] <= max_records:
+            self._tile_out = np.empty((4, max_records + 1), dtype=np.int64)
+        out, counts = self._tile_out, self._counts
+        count, next_pos, stop = audit_tiles(window, window_position, file_size, base_offset, start, limit, max_records,
+                                            max_bytes, positions, stream, header.want, header.arrays, self.check_crc,
+                                            self.check_props, self.check_times, self.state, out, counts,
+                                            self._prop_failures, frame)
+        return int(count), int(next_pos), int(stop), out[O_CRC, :int(counts[O_CRC])].copy()
 
     def _walk_lanes(self, window, window_position, file_size, base_offset, start, limit):
         """Record starts of a clean region of at most LANE_REGION bytes into ``_positions``, in order: (count,

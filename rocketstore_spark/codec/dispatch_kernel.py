@@ -19,12 +19,15 @@ concatenated. Pure and compiled (numba, GIL released); runs wherever called (dri
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numba
 import numpy as np
 
 from rocketstore_spark.codec import native, properties
-from rocketstore_spark.codec.commitlog import TRANSACTION_MASK, TRANSACTION_TYPES
-from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.audit import AuditDecoder
+from rocketstore_spark.codec.commitlog import TRANSACTION_MASK, TRANSACTION_TYPES, HeaderColumns, Stop
+from rocketstore_spark.codec.decoder import Decoded, RecordDecoder
 from rocketstore_spark.codec.lmq import lmq_entries
 from rocketstore_spark.codec.javahash import _code_point, index_hash_from_java, java_hash_span
 from rocketstore_spark.codec.native import PREFETCH_AHEAD, prefetch
@@ -254,13 +257,19 @@ class DispatchDecoder(RecordDecoder):
     enableMultiDispatch, ``LMQ_ON``: and enableLmq): each window also carries its multi-dispatch entries
     (``codec.lmq``), their queue names numbered with the topics. ``batch_topics``: the topics whose queues are
     BatchConsumeQueues (5.x ``queue.type=BatchCQ``): their records get no ConsumeQueue entry (``queued`` false;
-    ``rocketmq.batch_queues`` computes their units), keys in the IndexFile as any record's."""
+    ``rocketmq.batch_queues`` computes their units), keys in the IndexFile as any record's. ``audit``: a
+    ``codec.audit.AuditDecoder`` whose checks (BODYCRC, ``__CRC32#``, store times) this decoder's walk makes on
+    every record it walks, a tile at a time right behind the walk (``codec.audit.audit_tiles``): the decoded
+    batches carry the BODYCRC failures (``Decoded.crc_failures``, the reader reports them) and the audit's
+    ``state`` fills as its own decode would fill it, so one pass gives a segment's dispatch and its CRC scan
+    (``store.spill.scan_range``)."""
 
     def __init__(self, message_delay_level: str = properties.DEFAULT_DELAY_LEVELS, *, index: bool = True,
                  index_tags: bool = True, batch_rows: int = 1 << 14, tags_code: bool = True, lmq: int = 0,
-                 batch_topics: frozenset[str] = frozenset()):
+                 batch_topics: frozenset[str] = frozenset(), audit: AuditDecoder | None = None):
         super().__init__((), message_delay_level=message_delay_level, batch_rows=batch_rows, batch_bytes=1 << 30,
                          lanes=1, extra_fields=DISPATCH_FIELDS, fixed_width=False)
+        self.audit = audit
         self.index, self.index_tags = index, index_tags
         # without index keys and tagsCodes (placing entries needs neither) no property is parsed: the costly part
         self.properties = index or tags_code or bool(lmq)
@@ -270,6 +279,33 @@ class DispatchDecoder(RecordDecoder):
         self._topic_numbers: dict[str, int] = {}
         self.batch_topics = frozenset(batch_topics)
         self._batch: list[bool] = []               # per topic number: a BatchCQ topic
+
+    @property
+    def reads_every_byte(self) -> bool:
+        return super().reads_every_byte or (self.audit is not None and self.audit.reads_every_byte)
+
+    def reset(self) -> None:
+        super().reset()
+        if self.audit is not None:
+            self.audit.reset()
+
+    def decode(self, window: np.ndarray, window_position: int, file_size: int, base_offset: int,
+               start: int, limit: int) -> Decoded:
+        """``RecordDecoder.decode``; with ``audit``, its walk is ``AuditDecoder.audit_tiles``."""
+        if self.audit is None:
+            return super().decode(window, window_position, file_size, base_offset, start, limit)
+        positions = np.empty(self.batch_rows, dtype=np.int64)
+        header = HeaderColumns(self.batch_rows, self.fields)
+        count, next_pos, stop, crc_failures = self.audit.audit_tiles(
+            window, window_position, file_size, base_offset, start, limit, self.batch_rows, self.batch_bytes,
+            positions, self.stream, header, self.frame)
+        header.cut(count)
+        if not count:
+            return Decoded(None, positions[:0], None, next_pos, Stop(stop))
+        decoded = self._finish(window, window_position, base_offset, positions[:count], header, None, None, next_pos,
+                               Stop(stop))
+        # the audit's verdicts: of placed records only, as _finish's own would be
+        return dataclasses.replace(decoded, crc_failures=crc_failures) if len(crc_failures) else decoded
 
     def output(self, buf, buf_file_pos, base_offset, positions, h, crc_verdicts=None, bodies=None) -> DispatchWindow:
         n = h.n

@@ -24,6 +24,21 @@ TILE_RECORDS = 512
 TILE_BYTES = 64 << 10
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def walk_tile(buf, buf_file_pos, buf_end, file_end, pos, limit, count, max_records, used, max_bytes, out_pos, stream,
+              fetched, frame, want, out):
+    """One tile of ``walk_tiles``' walk (``commitlog.walk_span`` of at most TILE_RECORDS records or TILE_BYTES
+    bytes, with ``count`` records and ``used`` bytes walked before it) and the header fields ``want`` of its
+    records decoded into ``out``. Returns walk_span's (count, next_position, stop, used, fetched)."""
+    first = count
+    count, pos, stop, used, fetched = walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
+                                                 min(count + TILE_RECORDS, max_records), used, max_bytes,
+                                                 used + TILE_BYTES, out_pos, stream, fetched, frame)
+    if count > first:
+        decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
+    return count, pos, stop, used, fetched
+
+
 @numba.njit(cache=True, nogil=True)
 def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes, out_pos, stream, want, out,
                bodies, body_offsets, body_data, body_ok, frame=0):
@@ -45,11 +60,10 @@ def walk_tiles(buf, buf_file_pos, file_end, start, limit, max_records, max_bytes
     o = 0
     while True:
         first = count
-        count, pos, stop, used, fetched = walk_span(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
-                                                     min(count + TILE_RECORDS, max_records), used, max_bytes,
-                                                     used + TILE_BYTES, out_pos, stream, fetched, frame)
+        count, pos, stop, used, fetched = walk_tile(buf, buf_file_pos, buf_end, file_end, pos, limit, count,
+                                                     max_records, used, max_bytes, out_pos, stream, fetched, frame,
+                                                     want, out)
         if count > first:
-            decode_header(buf, buf_file_pos, out_pos, first, count, want, out)
             if bodies:
                 body_pos, body_len, body_crc = out[H_BODY_POS], out[H_BODY_LEN], out[H_BODY_CRC]
                 need = bodies_end(body_len, first, count, o)

@@ -324,8 +324,11 @@ class Simulation:
         seg = self.layout.segments[k]
         c = SegmentCheck(os.path.basename(seg.path), seg.base_offset, seg.size)
         _first_record(seg.path, c)
-        c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc, followed=self.layout.followed(k),
-                              next_path=self.layout.next_path(k))
+        shared = self.queue_feed.scans(self.check_crc) if self.queue_feed is not None else None
+        c.scan = shared.get(seg.base_offset) if shared is not None else None
+        if c.scan is None:
+            c.scan = scan_segment(seg.path, seg.base_offset, check_crc=self.check_crc,
+                                  followed=self.layout.followed(k), next_path=self.layout.next_path(k))
         c.first_valid = (c.scan.records > 0 and c.scan.first_position == 0
                          and c.scan.first_crc_failure != seg.base_offset)
         return c
@@ -822,11 +825,14 @@ class QueueFeed:
     ``queue_offset`` of the queued records of one queue, every queued record of the log in all) — its first
     feed waits for the question — and ``close``s, complete or not (an incomplete feed: the simulation
     dispatches the log itself). ``withdraw``: the simulation ended without asking (the feeder stops waiting).
-    The same counts as ``_unreachable``: a filter and a min/max per queue, in any order."""
+    The same counts as ``_unreachable``: a filter and a min/max per queue, in any order. The other pass's
+    segment scans come the same way (``offer_scans``; the simulation's ``scans``), so a segment is not scanned
+    twice (nor, on a store larger than the page cache, read from the disk twice)."""
 
     def __init__(self):
         self._asked: Future = Future()
         self._done: Future = Future()
+        self._scans: Future = Future()          # (check_crc, {base offset: SegmentSummary}) or None
         self._out: dict[tuple[str, int], list[int]] = {}
         self._lock = threading.Lock()
 
@@ -844,8 +850,23 @@ class QueueFeed:
             if not self._asked.done():
                 self._asked.set_result(None)
 
+    def offer_scans(self, check_crc: bool, scans: dict | None) -> None:
+        """(the other pass) Its segment scans (``store.scan.SegmentSummary`` by base offset; None: none made),
+        BODYCRC checked with ``check_crc``; before its first ``feed`` (which, like ``close``, offers none if
+        this was not called: the simulation waits for the scans before it asks)."""
+        with self._lock:
+            if not self._scans.done():
+                self._scans.set_result((check_crc, scans) if scans is not None else None)
+
+    def scans(self, check_crc: bool) -> dict | None:
+        """(simulation) The other pass's segment scans by base offset, if they were made with the same BODYCRC
+        check; None when there are none (the simulation scans itself)."""
+        offered = self._scans.result()
+        return offered[1] if offered is not None and offered[0] == check_crc else None
+
     def feed(self, topic: str, queue_id: int, cols: dict) -> None:
         """(the other pass) Records of one queue, ``physical_offset`` and ``queue_offset`` columns."""
+        self.offer_scans(False, None)           # no scans offered after the feeding starts
         asked = self._asked.result()
         if asked is None or self._done.done():
             return
@@ -865,6 +886,7 @@ class QueueFeed:
 
     def close(self, complete: bool) -> None:
         """(the other pass) Every queue fed (``complete``), or not; a second close changes nothing."""
+        self.offer_scans(False, None)
         with self._lock:
             if not self._done.done():
                 self._done.set_result(self._out if complete and self._asked.done() and

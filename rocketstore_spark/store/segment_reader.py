@@ -262,27 +262,37 @@ class SegmentReader:
     # ------------------------------------------------------------------------- what a batch reveals
 
     def _account(self, decoded: Decoded) -> None:
-        for f in crc_findings(self.path, self.base_offset, decoded.crc_failures):
-            self._report(f.check, f.file_position, f.message)
+        """What a decoded call reveals, reported in file position order whatever the calls' bounds (a decoder's
+        batches end where its own limits say): runs of misplaced records (consecutive in walk order, ended by a
+        record that is where it says) and the BODYCRC failures of placed records."""
         if self._after_end is not None:
             self._after_end[4] += decoded.n
             if decoded.n:
                 self._after_end[3] = int(decoded.positions[-1])
         if len(decoded.misplaced) == 0:
             if decoded.n:
-                self._close_misplaced_run()
+                self._close_misplaced_run()         # by the call's first record: before any of its failures
+            self._report_crc(decoded.crc_failures)
             return
-        # runs of misplaced records: consecutive in walk order, ended by a record that is where it says
-        events = sorted([(p, None) for p in decoded.positions.tolist()]
-                        + list(zip(decoded.misplaced.tolist(), decoded.misplaced_stored.tolist())))
-        for position, stored in events:
-            if stored is None:
+        # placed records (a decoder may give only those that end runs), misplaced ones, failing bodies (placed)
+        events = sorted([(p, 0, None) for p in decoded.positions.tolist()]
+                        + [(p, 1, stored) for p, stored in zip(decoded.misplaced.tolist(),
+                                                                decoded.misplaced_stored.tolist())]
+                        + [(p, 2, None) for p in decoded.crc_failures.tolist()])
+        for position, kind, stored in events:
+            if kind != 1:
                 self._close_misplaced_run()
+                if kind == 2:
+                    self._report_crc([position])
             elif self._misplaced is None:
                 self._misplaced = [position, position, 1, stored, stored]
             else:
                 run = self._misplaced
                 run[1], run[2], run[4] = position, run[2] + 1, stored
+
+    def _report_crc(self, positions) -> None:
+        for f in crc_findings(self.path, self.base_offset, positions):
+            self._report(f.check, f.file_position, f.message)
 
     def _close_misplaced_run(self) -> None:
         run, self._misplaced = self._misplaced, None

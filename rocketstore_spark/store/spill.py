@@ -23,6 +23,7 @@ import numpy as np
 
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.findings import Finding
+from rocketstore_spark.store.scan import segment_audit, summarize
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 SPILL_DIR = ".rebuild-spill"
@@ -50,17 +51,22 @@ def queue_group(topic_hash, queue_id, groups: int):
 
 def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level: str, index: bool,
                index_tags: bool, key_floor: int = -1, lmq: int = 0,
-               batch_topics: frozenset[str] = frozenset(), each_window=None
-               ) -> tuple[list[str], int, list[Finding]]:
+               batch_topics: frozenset[str] = frozenset(), each_window=None, scans: list | None = None,
+               check_crc: bool = True, started=None) -> tuple[list[str], int, list[Finding]]:
     """Dispatch the records of ``ranges`` ((path, base offset, start, end, followed) of segment byte ranges,
-    in CommitLog order) into spill files (executor): (the topics the entry files number, keys put, findings
-    of the reading). ``key_floor``: the physical offset of the last key put before these ranges (records
-    dispatched again: the IndexFile takes no key below it, ``IndexService.buildIndex``). ``lmq``: the LMQ
-    multi-dispatch entries too (``DispatchDecoder``'s); ``batch_topics``: BatchCQ topics, whose records get no
-    entry; ``each_window``: called with every window read (the Spark rebuild's findings of multi-dispatch
-    RocketMQ passes over, ``rebuild.output.LmqSkips``)."""
+    in CommitLog order; a sixth item, where given, is where the next segment lies when not beside it) into
+    spill files (executor): (the topics the entry files number, keys put, findings of the reading).
+    ``key_floor``: the physical offset of the last key put before these ranges (records dispatched again: the
+    IndexFile takes no key below it, ``IndexService.buildIndex``). ``lmq``: the LMQ multi-dispatch entries too
+    (``DispatchDecoder``'s); ``batch_topics``: BatchCQ topics, whose records get no entry; ``each_window``:
+    called with every window read (the Spark rebuild's findings of multi-dispatch RocketMQ passes over,
+    ``rebuild.output.LmqSkips``). ``scans``: the same walk also scans each range as ``store.scan.scan_segment``
+    does (BODYCRC with ``check_crc``, ``__CRC32#`` and store times: ``DispatchDecoder``'s ``audit``), its
+    ``SegmentSummary`` appended to ``scans`` with its reader's findings (which the returned findings then leave
+    out). ``started``: called with each range's index as its reading starts."""
+    audited = segment_audit(check_crc, True, True) if scans is not None else None
     decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq,
-                              batch_topics=batch_topics)
+                              batch_topics=batch_topics, audit=audited)
     findings: list[Finding] = []
     spill.mkdir(parents=True, exist_ok=True)
     topic_hashes: list[int] = []
@@ -70,8 +76,11 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
     with contextlib.ExitStack() as opened:
         files = [opened.enter_context(open(entries_path(spill, task, g), "wb")) for g in range(groups)]
         with open(keys_path(spill, task), "wb") as key_file:
-            for path, base_offset, start, end, followed in ranges:
-                reader = SegmentReader(path, base_offset, decoder, start, end, followed=followed)
+            for k, (path, base_offset, start, end, followed, *next_path) in enumerate(ranges):
+                if started is not None:
+                    started(k)
+                reader = SegmentReader(path, base_offset, decoder, start, end, followed=followed,
+                                       next_path=next_path[0] if next_path else None)
                 for decoded in reader:
                     w = decoded.batch
                     if each_window is not None:
@@ -98,7 +107,10 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                         put["store_timestamp"] = w.key_store_timestamp[take]
                         key_file.write(put.tobytes())
                         keys += len(put)
-                findings.extend(reader.result.findings)
+                if scans is not None:
+                    scans.append(summarize(path, base_offset, reader.result, audited))
+                else:
+                    findings.extend(reader.result.findings)
     return decoder.topics, keys, findings
 
 

@@ -12,9 +12,9 @@ Findings name files relative to the store root. Two threads (``THREADS``; the co
 GIL): the CommitLog is dispatched once (``Dispatched``: ``store.spill.scan_range``, the rebuild's compiled
 dispatch, a task a segment) into spill files — its queue entries by queue group, 36 bytes a queued message, and
 its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the system's; never under the
-store) — and every segment's CRC scan is queued right behind that segment's dispatch, so the two threads read the
-same segment at once and it comes from the disk once even when the store is larger than the page cache (the
-next segment read ahead of both: ``store.readahead``); then the IndexFiles are
+store) — and the same walk makes every segment's CRC and store-time scan (``store.scan.summarize``: each record
+header decoded once, each segment read from the disk once even when the store is larger than the page cache;
+the segment after the last one started read ahead: ``store.readahead``); then the IndexFiles are
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
 time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
 average record size says how many a byte holds —, at most 128 groups). A group that holds more than SPLIT_ROWS
@@ -148,21 +148,23 @@ class Dispatched:
     manager: the spill directory goes on exit, whatever happened."""
 
     def __init__(self, layout: StoreLayout, settings: BrokerSettings, work_dir: str | None, index: bool, pool,
-                 start: int = 0, beside=None):
+                 start: int = 0, scan_crc: bool | None = None, started=None):
         """``start``: the physical offset (a record's, or the log's end) the dispatch starts at (the scrub's
-        resumed cross-checks dispatch only what was written since their last run). ``beside``: called with the
-        indices (in ``layout.segments``) of each task's segments right after that task is submitted (the
-        caller's per-segment work queued behind it, read while the dispatch has the segment in the page cache);
-        with it, a task per segment (at most MAX_DISPATCH_TASKS: consecutive segments share a task beyond),
-        else the segments split between THREADS tasks."""
+        resumed cross-checks dispatch only what was written since their last run). ``scan_crc`` (not None): the
+        dispatch's walk also scans every segment it reads whole, as ``store.scan.scan_segment`` does (BODYCRC
+        when True, ``__CRC32#`` and store times: ``store.spill.scan_range``'s ``scans``; ``scan``), a task per
+        segment (at most MAX_DISPATCH_TASKS: consecutive segments share a task beyond), so the two threads
+        work on two consecutive segments; else the segments split between THREADS tasks. ``started``: called
+        with a segment's index (in ``layout.segments``) as its dispatch starts."""
         self.layout = layout
-        ranges = [(seg.path, seg.base_offset, max(0, start - seg.base_offset), seg.size, layout.followed(k))
+        ranges = [(seg.path, seg.base_offset, max(0, start - seg.base_offset), seg.size, layout.followed(k),
+                   layout.next_path(k))
                   for k, seg in enumerate(layout.segments) if seg.base_offset + seg.size > start]
         first = len(layout.segments) - len(ranges)          # the index of the first segment dispatched
-        total = sum(end - begin for _, _, begin, end, _ in ranges)
+        total = sum(end - begin for _, _, begin, end, _, _ in ranges)
         messages = total // average_record_size(layout)
         self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES), -(-messages // QUEUE_GROUP_MESSAGES)))
-        self.tasks = max(1, min(THREADS if beside is None else MAX_DISPATCH_TASKS, len(ranges)))
+        self.tasks = max(1, min(THREADS if scan_crc is None else MAX_DISPATCH_TASKS, len(ranges)))
         cut = [len(ranges) * t // self.tasks for t in range(self.tasks + 1)]
         # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
         # API caller's work_dir may point anywhere)
@@ -173,14 +175,29 @@ class Dispatched:
         self.futures = []
         # BatchCQ topics' records go to batchconsumequeue/ (verify.batch_queues), not to a ConsumeQueue
         batch = batch_topics(layout.files) if layout.files.root is not None else frozenset()
+        # segment index -> (task, its place among the task's scans): the segments read whole
+        self._scanned = {first + i: (t, i - cut[t]) for t in range(self.tasks) for i in range(cut[t], cut[t + 1])
+                         if scan_crc is not None and ranges[i][2] == 0}
+        self._scans: list[list] = []
         for t in range(self.tasks):
+            self._scans.append([] if scan_crc is not None else None)
+            on_start = None if started is None else (lambda i, at=first + cut[t]: started(at + i))
             self.futures.append(pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
                                             settings.message_delay_level, index=index,
                                             index_tags=settings.release.index_tags, lmq=lmq_mode(settings),
-                                            batch_topics=batch))
-            if beside is not None:
-                beside(list(range(first + cut[t], first + cut[t + 1])))
+                                            batch_topics=batch, scans=self._scans[t], check_crc=bool(scan_crc),
+                                            started=on_start))
         self.topics: list[list[str]] = []
+
+    @property
+    def scanned(self) -> set[int]:
+        """Indices (in ``layout.segments``) of the segments the dispatch scans (``scan``)."""
+        return set(self._scanned)
+
+    def scan(self, k: int) -> SegmentSummary:
+        """The scan of segment ``k`` (one of ``scanned``) the dispatch made; after ``wait``."""
+        task, i = self._scanned[k]
+        return self._scans[task][i]
 
     @contextlib.contextmanager
     def _room(self):
@@ -363,34 +380,38 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
     known = [v for v in views if v.geometry is not None]
     # the pool is shut down (its work done) before the spill directory goes
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="verify") as pool:
-        # the CommitLog read by two passes: its dispatch into spill files (queue entries, and the keys the
-        # IndexFiles are checked against) and every segment's CRC and store-time scan, a segment's scan queued
-        # right behind its dispatch (both threads on the same segment: it is read from the disk once, even when
-        # the store is larger than the page cache), the next segment read ahead of both
+        # the CommitLog read by one pass: its dispatch into spill files (queue entries, and the keys the
+        # IndexFiles are checked against) whose walk also makes every segment's CRC and store-time scan (each
+        # segment read from the disk once, even when the store is larger than the page cache), the segment
+        # after the one last started read ahead
         ahead = stack.enter_context(ReadAhead([[seg.path] for seg in layout.segments] +
                                               [[v.path for v in known]]))
         ahead.want(-1)
-        scanned: dict[int, object] = {}
 
         def scan(k: int) -> SegmentSummary:
             ahead.want(k)
             seg = layout.segments[k]
             return scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
                                 check_properties_crc=True, check_times=True, next_path=layout.next_path(k))
-
-        def beside(segments: list[int]) -> None:
-            scanned.update((k, pool.submit(scan, k)) for k in segments)
-        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool, beside=beside)) \
-            if check_queues else None
-        beside([k for k in range(len(layout.segments)) if k not in scanned])
-        scans = [(seg.base_offset, scanned[k].result()) for k, seg in enumerate(layout.segments)]
+        # each segment's scan made by the walk of its dispatch (the log read once, each header decoded once), a
+        # task a segment; segments the dispatch does not read (no queues checked) scanned on their own
+        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool, scan_crc=check_crc,
+                                               started=ahead.want)) if check_queues else None
+        scanned = spill.scanned if spill is not None else set()
+        alone = {k: pool.submit(scan, k) for k in range(len(layout.segments)) if k not in scanned}
+        if spill is not None:
+            spill.wait()
+        scans = [(seg.base_offset, spill.scan(k) if k in scanned else alone[k].result())
+                 for k, seg in enumerate(layout.segments)]
+        if queue_feed is not None:
+            queue_feed.offer_scans(check_crc, dict(scans))          # the recovery report's scans (the audit's)
         for _, s in scans:
             findings += s.findings
         findings += [finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry")
                      for v in views if v.geometry is None]
         log = log_bounds(layout, scans)
         findings += check_timers(layout, log.end)
-        keys = spill.wait().keys() if spill is not None else None
+        keys = spill.keys() if spill is not None else None
         # then the IndexFiles on the pool while this thread checks the queues, a queue group at a time
         checked = [pool.submit(check_index_file, layout, v, root, settings.geometry, settings.release,
                                settings.message_delay_level, log, newest=k == len(known) - 1,

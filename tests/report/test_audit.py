@@ -105,3 +105,17 @@ def test_the_audit_counts_unreachable_messages_from_verify_s_records_as_the_repo
     monkeypatch.setattr(Simulation, "_unreachable", lambda self, *a: dispatched.append(a) or original(self, *a))
     audit = audit_stores([layout for s in stores for layout in discover(s)])
     assert [d["recovery"] for d in audit.docs] == alone and dispatched == []
+
+
+def test_the_audit_s_recovery_report_takes_verify_s_segment_scans(monkeypatch):
+    """The audit's recovery report walks the segment scans verify made (``QueueFeed.offer_scans``) instead of
+    scanning the last segments again: the same document as ``recovery_report`` alone — a walk stopped by a
+    BODYCRC failure, a crash's backward search over several segments — with no segment scanned by it."""
+    from rocketstore_spark.rocketmq import recovery
+    stores = [str(BY_ID[g].store) for g in ("4.9.8/corrupt-body", "5.3.3/crash-stale", "5.5.1/clean")]
+    alone = [recovery_report(s)[0] for s in stores]
+    scanned = []
+    original = recovery.scan_segment
+    monkeypatch.setattr(recovery, "scan_segment", lambda *a, **k: scanned.append(a[0]) or original(*a, **k))
+    audit = audit_stores([layout for s in stores for layout in discover(s)])
+    assert [d["recovery"] for d in audit.docs] == alone and scanned == []

@@ -1,6 +1,7 @@
 """The fused audit pass (codec.audit.AuditDecoder) behind scan_segment: planted faults at known positions,
 across many reader windows and past the per-call output capacity, and the same findings as the column
-decoder (codec.decoder.RecordDecoder with its CRC verdicts) driven by the same reader."""
+decoder (codec.decoder.RecordDecoder with its CRC verdicts) driven by the same reader; the same audit made
+inside the dispatch's walk (DispatchDecoder's ``audit``) gives the scan's summary."""
 from __future__ import annotations
 
 import struct
@@ -9,10 +10,12 @@ import pytest
 
 from rocketstore_spark.codec import audit
 from rocketstore_spark.codec.audit import AuditDecoder
-from rocketstore_spark.codec.commitlog import POS_PHYSICAL_OFFSET
+from rocketstore_spark.codec.commitlog import POS_PHYSICAL_OFFSET, POS_STORE_TIMESTAMP_BH
 from rocketstore_spark.codec.decoder import RecordDecoder
+from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.findings import CAP
+from rocketstore_spark.store.scan import segment_audit, summarize
 from rocketstore_spark.store.segment_reader import SegmentReader
 from tests.builders import write_segments
 
@@ -114,3 +117,36 @@ def test_properties_crc_failures_are_counted_all_and_listed_first(tmp_path):
     assert decoder.state[audit.S_PROP_FAILURES] == len(corrupt)
     assert decoder.prop_failures.tolist() == corrupt[:20]
     assert not res.findings                               # BODYCRC passes everywhere
+
+
+@pytest.mark.parametrize("check_crc", [True, False], ids=["crc", "no-crc"])
+def test_the_dispatch_walk_scans_a_segment_as_the_scan_does(tmp_path, check_crc):
+    """The dispatch with ``audit`` (``store.spill.scan_range``'s ``scans``: one walk for a segment's dispatch and
+    its scan) gives the scan's summary and findings, in the same order, though its batches end elsewhere than
+    the scan's calls: BODYCRC failures past the first (one on the record that ends a misplaced run), misplaced
+    runs (one across a batch bound), ``__CRC32#`` failures, store times going back and implausible."""
+    path, starts = segment(tmp_path, size=16 << 20, pad=1500, properties={"KEYS": "k"}, crc32_property=True)
+    runs = [starts[3:6], starts[995:1003], starts[4999:5100]]
+    misplace(path, [p for run in runs for p in run])
+    corrupt_bodies(path, [starts[7], starts[1003], starts[4999], starts[-1]])      # 4999: misplaced, not checked
+    data = bytearray(path.read_bytes())
+    for k, ts in ((2000, 1_795_000_000_000), (3000, 0)):
+        at = starts[k] + POS_STORE_TIMESTAMP_BH + 8                 # after an IPv4 born host and port
+        data[at:at + 8] = struct.pack(">q", ts)
+    path.write_bytes(bytes(data))
+    for window in (64 << 10, 64 << 20):
+        scan = segment_audit(check_crc, True, True)
+        theirs = summarize(str(path), 0, read(path, scan, window), scan)
+        audited = segment_audit(check_crc, True, True)
+        dispatch = DispatchDecoder(batch_rows=1000, audit=audited)           # batches of 1000 records
+        ours = summarize(str(path), 0, read(path, dispatch, window), audited)
+        assert ours == theirs
+        checks = [(f.check, f.file_position) for f in ours.findings]
+        # in file position order: a run is reported by the placed record after it, before that record's failure
+        expected = [("commitlog.misplaced_records", run[0]) for run in runs]
+        if check_crc:
+            expected = [expected[0], ("commitlog.body_crc", starts[7]), expected[1], ("commitlog.body_crc", starts[1003]),
+                        expected[2], ("commitlog.body_crc", starts[-1])]
+        assert [c for c in checks if c[0] in ("commitlog.body_crc", "commitlog.misplaced_records")] == expected
+        assert ("commitlog.time_backwards", starts[2000]) in checks and ("commitlog.time_implausible", starts[3000]) in checks
+        assert ours.properties_crc_failures == 5 and ours.records == len(starts) - sum(map(len, runs))

@@ -1,7 +1,8 @@
-"""The in-process verify reads each CommitLog segment from the disk once: every segment's CRC scan is queued right
-behind the dispatch of that segment (``verify.store.Dispatched``'s ``beside``), the next segment read ahead of both
-(``store.readahead.ReadAhead``), and dispatch tasks that hold several segments (beyond MAX_DISPATCH_TASKS) give
-the verdict of a task a segment. Goldens: RocketMQ's own stores of several small segments."""
+"""The in-process verify reads each CommitLog segment from the disk once: every segment's CRC scan is made by the
+walk of that segment's dispatch (``verify.store.Dispatched``'s ``scan_crc``), a task a segment, the next segment
+read ahead (``store.readahead.ReadAhead``), and dispatch tasks that hold several segments (beyond
+MAX_DISPATCH_TASKS) give the verdict of a task a segment. Goldens: RocketMQ's own stores of several small
+segments."""
 from __future__ import annotations
 
 import os
@@ -21,29 +22,39 @@ def verdict(v) -> tuple:
             [f.as_row() for f in v.findings], [(name, s.records, s.data_end) for name, s in v.segments])
 
 
-def test_each_segment_is_scanned_right_behind_its_dispatch(monkeypatch):
-    """The pool's work in the order submitted: dispatch of segment k, then its scan, segment after segment (a
-    FIFO pool of two threads: the two passes over a segment run together, so a store larger than the page cache
-    is not read twice); the IndexFile checks after."""
-    submitted = []
+def test_each_segment_is_dispatched_and_scanned_by_one_task_in_order(monkeypatch):
+    """The pool's work in the order submitted: a dispatch task a segment, whose walk also makes the segment's scan
+    (no scan of its own), each asking for the next segment to be read ahead as it starts; the IndexFile checks
+    after. The scans equal ``scan_segment``'s."""
+    submitted, wanted = [], []
 
     class Recording(verify_module.ThreadPoolExecutor):
         def submit(self, fn, *args, **kwargs):
             if fn is verify_module.scan_range:
                 submitted.append(("dispatch", [base for _, base, *_ in args[0]]))
-            elif fn.__name__ == "scan":
-                submitted.append(("scan", args[0]))
             else:
                 submitted.append((fn.__name__, None))
             return super().submit(fn, *args, **kwargs)
     monkeypatch.setattr(verify_module, "ThreadPoolExecutor", Recording)
+    real_want = readahead.ReadAhead.want
+    monkeypatch.setattr(readahead.ReadAhead, "want", lambda self, k: wanted.append(k) or real_want(self, k))
     g = BY_ID[GOLDEN]
     v = verify_store(str(g.store))
     bases = [int(name) for name, _ in v.segments]
     assert len(bases) == 8
-    expected = [step for k, base in enumerate(bases) for step in (("dispatch", [base]), ("scan", k))]
+    expected = [("dispatch", [base]) for base in bases]
     assert submitted[:len(expected)] == expected
     assert {name for name, _ in submitted[len(expected):]} <= {"check_index_file", "<lambda>"}
+    assert wanted[0] == -1 and sorted(wanted[1:9]) == list(range(8))
+    layout = verify_module.discover(str(g.store))[0]
+    root = verify_module.store_root(layout)
+    for k, (name, scan) in enumerate(v.segments):
+        seg = layout.segments[k]
+        alone = verify_module.scan_segment(seg.path, seg.base_offset, followed=layout.followed(k),
+                                           check_properties_crc=True, check_times=True)
+        alone.findings = [verify_module.relative(f, root) for f in alone.findings]
+        scan.findings = [verify_module.relative(f, root) for f in scan.findings]
+        assert scan == alone, name
 
 
 def test_dispatch_tasks_of_several_segments_give_the_verdict_of_a_task_a_segment(monkeypatch):
