@@ -39,11 +39,12 @@ SETTINGS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlo
             "messageDelayLevel")
 
 
-def classpath(version: str, timers: bool = False) -> str:
+def classpath(version: str, timers: bool = False, rocksdb: bool = False) -> str:
     """The generator's runtime classpath for RocketMQ ``version`` (``timers``: with TimerGolden, pom profile
-    "timers"), built first when missing or older than a source file (``regenerate.build``)."""
+    "timers"; ``rocksdb``: with the 5.5-only classes, profile "rocksdb"), built first when missing or older than a
+    source file (``regenerate.build``)."""
     regenerate.require_tools()
-    return regenerate.build(version, timers=timers)
+    return regenerate.build(version, timers=timers, rocksdb=rocksdb)
 
 
 def settings_args(settings: dict | None, any_setting: bool = False) -> list[str]:
