@@ -257,18 +257,27 @@ def write_and_commit(spark, table: str, layout, start: int, schema, stats_column
     jvm = spark._jvm
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table)
     txn = log.startTransaction()
+    seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+
     condition = spark.read.format("delta").load(table).where(predicate)._jdf.queryExecution().analyzed() \
         .condition()
-    seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
-    old = txn.filterFiles(seq([condition]), False)
+    found = txn.filterFiles(seq([condition]), False)      # read by this commit: a run adding rows there conflicts
+    old = [found.apply(k) for k in range(found.size())]
     removes = []
-    for k in range(old.size()):
-        add = old.apply(k)
-        stats = json.loads(add.stats()) if add.stats() is not None else {}
-        low = stats.get("minValues", {}).get("physical_offset")
-        if low is None or low < start:
-            raise Straddle(add.path())
-        removes.append(add.remove())
+    if old:                               # filterFiles' files come without statistics: the snapshot's have them
+        from pyspark.sql import DataFrame
+        snapshot = DataFrame(txn.snapshot().allFiles().toDF(), spark)
+        bounds = {r.path: json.loads(r.stats or "{}") for r in snapshot.where(
+            snapshot.partitionValues["store"] == layout.name).select("path", "stats").collect()}
+        for add in old:
+            stats = bounds.get(add.path(), {})
+            low = stats.get("minValues", {}).get("physical_offset")
+            high = stats.get("maxValues", {}).get("physical_offset")
+            if high is not None and high < start:   # no row of it is at or past start
+                continue
+            if low is None or low < start:
+                raise Straddle(add.path())
+            removes.append(add.remove())
 
     store_dir = "store=" + jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(layout.name)
     partitions = plan(spark, layout, start)
