@@ -269,6 +269,7 @@ def live_files(table) -> list[tuple]:
     return sorted((json.dumps(a["partitionValues"], sort_keys=True), a["stats"]) for a in adds.values())
 
 
+@pytest.mark.long
 def test_the_arrow_writer_commits_what_the_spark_writer_does(spark, tmp_path):
     """The same store ingested by the ingest's own writer (pyarrow in the workers, committed through Delta's
     transaction) and by Spark's Delta writer, twice as it grows: equal rows, files, partition values and
