@@ -26,6 +26,11 @@ planning and job start included, in one warm session (a small read and a small D
    metadata); and Spark's fixed cost of a query (a count over a one-row DataFrame) and of the same count per
    topic and hour over a 1,000-row Delta table (the warm-up's), which no layout of the big table can undercut.
 
+With ``--writers``: only the first target, the two writers of the ingest A/B in the same run: the full-schema
+read, then the first ingest (bodies, then without) by Spark's Delta writer (``writer="spark"``) and by the
+ingest's own (``writer="arrow"``: pyarrow in the workers, committed through Delta's transaction), each into a new
+table, the read timed again at the end; the row counts of each pair compared.
+
 Targets (issue #28): first ingest >= 0.6x the read's rate; re-run <= 5 % of the first ingest, and after 1 %
 new data <= 5 % plus the read of that 1 %; the count over Delta >= 10x faster than over the source. The
 figures go to stdout and bench/out/ingest.json.
@@ -87,7 +92,9 @@ def pyarrow_write(task) -> int:
 
 
 def main() -> None:
-    args = store_arguments(__doc__, segment_mib=128).parse_args()
+    parser = store_arguments(__doc__, segment_mib=128)
+    parser.add_argument("--writers", action="store_true", help="only the A/B of the two writers (first ingest)")
+    args = parser.parse_args()
     files = build_store(args.out, args.gib, args.segment_mib)
     store = str((args.out / "store").resolve())
     table = args.out / "ingest-table"
@@ -113,6 +120,8 @@ def main() -> None:
         return time.perf_counter() - t, out
 
     read_s, _ = timed(lambda: spark.read.format("rocketmq").load(store).write.format("noop").mode("overwrite").save())
+    if args.writers:
+        return writers_ab(spark, args, store, read_s, timed)
     shutil.rmtree(table, ignore_errors=True)
     layout = discover(store)[0]
 
@@ -187,6 +196,36 @@ def main() -> None:
     }
     print(json.dumps(result, indent=2))
     (args.out / "ingest.json").write_text(json.dumps(result, indent=2) + "\n")
+    spark.stop()
+
+
+def writers_ab(spark, args, store: str, read_s: float, timed) -> None:
+    """``--writers``: the first ingest by each writer, bodies and not, against the read (before and after)."""
+    from rocketstore_spark.spark.ingest import ingest_store, open_table
+    from rocketstore_spark.store.discovery import discover
+    layout = discover(store)[0]
+    result = {"store_bytes": sum(s.size for s in layout.segments), "read_s": round(read_s, 2)}
+    for bodies in (True, False):
+        for writer in ("spark", "arrow"):
+            table = args.out / f"ingest-ab-{writer}-{bodies}"
+            shutil.rmtree(table, ignore_errors=True)
+
+            def first():
+                open_table(spark, str(table), bodies)
+                return ingest_store(spark, str(table), layout, bodies, writer=writer)
+            seconds, run = timed(first)
+            key = f"{writer}_{'bodies' if bodies else 'no_bodies'}"
+            result[key] = {"seconds": round(seconds, 2), "messages": run.messages,
+                           "rows": spark.read.format("delta").load(str(table)).count(),
+                           "load_average": [round(v, 1) for v in os.getloadavg()]}
+            shutil.rmtree(table, ignore_errors=True)
+    result["read_again_s"] = round(timed(lambda: spark.read.format("rocketmq").load(store).write.format("noop")
+                                         .mode("overwrite").save())[0], 2)
+    read = (result["read_s"] + result["read_again_s"]) / 2
+    for key in [k for k in result if k.startswith(("spark_", "arrow_"))]:
+        result[key]["vs_read"] = round(read / result[key]["seconds"], 3)
+    print(json.dumps(result, indent=2))
+    (args.out / "ingest-writers.json").write_text(json.dumps(result, indent=2) + "\n")
     spark.stop()
 
 

@@ -14,10 +14,13 @@ in step. A run for a store:
 
 1. reads the watermark W and the row that ends there (``read_state``); decodes the store's record at that
    offset again and compares every field (``store.watermark``): a different record there is refused;
-2. reads the CommitLog from W (the ``rocketmq`` source's ``startOffset``: nothing below W is planned or decoded)
-   and writes it with ``replaceWhere store = S AND physical_offset >= W``: rows at or past W are replaced, so a
-   run that died, or lost a race, can never leave two copies, and two runs of one store at once conflict in
-   Delta (the loser's commit is refused: ``IngestConflict``);
+2. reads the CommitLog from W (the ``rocketmq`` source's plan from ``startOffset``: nothing below W is planned
+   or decoded) and replaces the store's rows at or past W with it in one commit: by default the Python workers
+   write the Parquet files with pyarrow from the reader's Arrow batches and the driver commits them through
+   Delta's transaction, reading ``store = S AND physical_offset >= W`` (``spark.ingest_files``); with
+   ``writer="spark"`` Spark's Delta writer does it with ``replaceWhere`` on the same predicate. Either way a run
+   that died, or lost a race, can never leave two copies, and two runs of one store at once conflict in Delta
+   (the loser's commit is refused: ``IngestConflict``);
 3. the new watermark is the end of the last complete record read; an incomplete record at the tail (a broker
    still writing it, a torn write) is not a row, so the next run reads it whole from W.
 """
@@ -210,18 +213,38 @@ def has_news(layout: StoreLayout, watermark: int) -> bool:
 
 # ------------------------------------------------------------------------------------------ the write
 
-def write_store(spark, table: str, layout: StoreLayout, start: int, bodies: bool, frame=None) -> None:
+WRITERS = ("arrow", "spark")                      # the ingest's own writer (default), Spark's Delta writer
+
+
+def write_store(spark, table: str, layout: StoreLayout, start: int, bodies: bool, frame=None, batches=None,
+                writer: str = "arrow") -> list[tuple] | None:
     """Read ``layout``'s CommitLog from ``start`` and replace the store's rows at or past ``start`` with it, in
-    one Delta commit. ``frame``: a DataFrame -> DataFrame hook (tests: to hold or break the write)."""
-    df = spark.read.format("rocketmq").schema(message_schema(bodies)).option("startOffset", str(start)) \
-        .load(layout.name)
-    if frame is not None:
-        df = frame(df)
+    one Delta commit. ``writer`` "arrow": the Python workers write the Parquet files with pyarrow and the driver
+    commits them (``spark.ingest_files``; returns the tasks' per-segment counts); "spark": Spark's Delta
+    writer with ``replaceWhere`` (returns None: ``committed_range`` counts), also taken by "arrow" when a
+    committed file straddles ``start`` (after ``--restart-at``) or the session has no JVM (Spark Connect).
+    Test hooks, to hold or break the write: ``frame`` a DataFrame -> DataFrame (the Spark writer), ``batches``
+    an Arrow batch -> batch run in the executors (the arrow writer)."""
+    if writer not in WRITERS:
+        raise ValueError(f"writer {writer!r}: one of {', '.join(WRITERS)}")
+    predicate = f"store = {sql_string(layout.name)} AND physical_offset >= {start}"
+    metadata = f"rocketstore ingest of {layout.name} from physical offset {start}"
     try:
-        df.write.format("delta").mode("overwrite") \
-            .option("replaceWhere", f"store = {sql_string(layout.name)} AND physical_offset >= {start}") \
-            .option("userMetadata", f"rocketstore ingest of {layout.name} from physical offset {start}") \
-            .save(table)
+        if writer == "arrow" and hasattr(spark, "_jvm") and table.startswith("/"):
+            from rocketstore_spark.spark.ingest_files import Straddle, write_and_commit
+            schema = message_schema(bodies)
+            stats = [f.name for f in schema.fields if f.name in STATS_COLUMNS.split(",")]
+            try:
+                return write_and_commit(spark, table, layout, start, schema, stats, predicate, metadata, batches)
+            except Straddle:
+                pass
+        df = spark.read.format("rocketmq").schema(message_schema(bodies)).option("startOffset", str(start)) \
+            .load(layout.name)
+        if frame is not None:
+            df = frame(df)
+        df.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
+            .option("userMetadata", metadata).save(table)
+        return None
     except Exception as e:                              # noqa: BLE001 — only Delta's commit conflicts are ours
         if _is_conflict(e):
             raise IngestConflict(f"{layout.name}: another ingest of this store committed while this one was "
@@ -239,31 +262,44 @@ def _is_conflict(e: Exception) -> bool:
 
 def committed_range(spark, table: str, layout: StoreLayout, start: int) -> StoreRun:
     """What the table now holds of the store from ``start`` on, per segment (the new files only: statistics
-    prune the rest): messages, the new watermark, BODYCRC failures, and the bytes that were no record (damage
-    the reader skipped: a segment's BLANK tail is not counted)."""
+    prune the rest): ``run_from_counts`` of a query over the table (after the Spark writer)."""
     per_segment = spark.read.format("delta").load(table) \
         .where((F.col("store") == layout.name) & (F.col("physical_offset") >= start)) \
         .groupBy("segment_base_offset").agg(
             F.count("*").alias("n"), F.sum("total_size").alias("size"), F.min("physical_offset").alias("first"),
             F.max(F.col("physical_offset") + F.col("total_size")).alias("end"),
             F.sum(F.when(~F.col("body_crc_ok"), 1).otherwise(0)).alias("crc")).collect()
+    return run_from_counts(layout, start, [tuple(r) for r in per_segment])
+
+
+def run_from_counts(layout: StoreLayout, start: int, counts: list[tuple]) -> StoreRun:
+    """The run's report from per-segment counts (segment base offset, messages, bytes, first offset, end offset,
+    BODYCRC failures; a segment may come in several parts): messages, the new watermark, BODYCRC failures, and
+    the bytes that were no record (damage the reader skipped: a segment's BLANK tail is not counted)."""
+    merged: dict[int, list] = {}
+    for base, n, size, first, end, crc in counts:
+        m = merged.setdefault(base, [0, 0, first, end, 0])
+        m[0] += n
+        m[1] += size
+        m[2], m[3] = min(m[2], first), max(m[3], end)
+        m[4] += crc
     run = StoreRun(layout.name, "ingested", start, start)
-    seen = sorted(per_segment, key=lambda r: r.segment_base_offset)
-    for r in seen:
-        run.messages += r.n
-        run.crc_failures += r.crc
-        run.end_offset = max(run.end_offset, r.end)
-        run.skipped_bytes += (r.first - max(start, r.segment_base_offset)) + (r.end - r.first - r.size)
+    seen = sorted(merged)
+    for base in seen:
+        n, size, first, end, crc = merged[base]
+        run.messages += n
+        run.crc_failures += crc
+        run.end_offset = max(run.end_offset, end)
+        run.skipped_bytes += (first - max(start, base)) + (end - first - size)
     if seen:                    # whole segments between the first and the last read that gave no record
-        bases = {r.segment_base_offset for r in seen}
         run.skipped_bytes += sum(s.data_end for s in layout.segments
-                                 if start < s.base_offset < seen[-1].segment_base_offset
-                                 and s.base_offset not in bases and not s.blank_head)
+                                 if start < s.base_offset < seen[-1] and s.base_offset not in merged
+                                 and not s.blank_head)
     return run
 
 
 def ingest_store(spark, table: str, layout: StoreLayout, bodies: bool, restart_at: int | None = None,
-                 frame=None) -> StoreRun:
+                 frame=None, batches=None, writer: str = "arrow") -> StoreRun:
     """One store's run: check, read from the watermark, commit, report (IngestRefused and IngestConflict
     become the run's status)."""
     began = time.perf_counter()
@@ -274,8 +310,9 @@ def ingest_store(spark, table: str, layout: StoreLayout, bodies: bool, restart_a
         if restart_at is None and not has_news(layout, start):
             run = StoreRun(layout.name, "unchanged", start, start)
         else:
-            write_store(spark, table, layout, start, bodies, frame)
-            run = committed_range(spark, table, layout, start)
+            counts = write_store(spark, table, layout, start, bodies, frame, batches, writer)
+            run = committed_range(spark, table, layout, start) if counts is None else \
+                run_from_counts(layout, start, counts)
     except IngestRefused as e:
         run = StoreRun(layout.name, "refused", state.watermark, state.watermark, message=str(e))
     except IngestConflict as e:
@@ -308,11 +345,13 @@ def render(run: StoreRun) -> list[str]:
 
 
 def ingest_stores(spark, table: str, stores: list[str], bodies: bool, restart: dict[str, int] | None = None,
-                  snapshots: bool = True, prog: str = "ingest", out=None) -> tuple[int, list[StoreRun], str]:
+                  snapshots: bool = True, prog: str = "ingest", out=None,
+                  writer: str = "arrow") -> tuple[int, list[StoreRun], str]:
     """A whole run (``jobs/ingest.py``, ``rocketstore ingest``): each store of ``stores`` (absolute paths) in its
     own commit, a report line per store on ``out`` (default stdout), the snapshots appended. Returns the exit
     status (0 every store ingested or unchanged without damage, 3 damage met or a store refused, 1 another run
-    of a store committed first, 2 a table this run must not write, said on stderr), the runs and the run id."""
+    of a store committed first, 2 a table this run must not write, said on stderr), the runs and the run id.
+    ``writer``: ``write_store``'s."""
     import datetime as dt
     import os
     import sys
@@ -331,7 +370,7 @@ def ingest_stores(spark, table: str, stores: list[str], bodies: bool, restart: d
     layouts = [discover(path)[0] for path in stores]
     runs = []
     for layout in layouts:
-        run = ingest_store(spark, table, layout, bodies, (restart or {}).get(layout.name))
+        run = ingest_store(spark, table, layout, bodies, (restart or {}).get(layout.name), writer=writer)
         runs.append(run)
         print("\n".join(render(run)), file=out)
     if snapshots:

@@ -4,6 +4,7 @@ changed under the watermark is refused and re-ingested from the cut; vanished st
 and failed writes leave the table as it was."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -209,21 +210,18 @@ def test_two_runs_of_one_store_at_once_one_wins_nothing_duplicated(spark, tmp_pa
     open_table(spark, str(table), False)
     started, go = tmp_path / "started", tmp_path / "go"
 
-    def hold(df):                           # the first run's write waits, its Delta transaction open, for "go"
-        @F.udf("boolean")
-        def wait(_):
-            import os
-            import time
-            open(started, "a").close()
-            t = time.time()
-            while not os.path.exists(go) and time.time() - t < 120:
-                time.sleep(0.05)
-            return True
-        return df.where(wait(F.col("physical_offset")))
+    def hold(batch):                        # the first run's write waits, its Delta transaction open, for "go"
+        import os
+        import time
+        open(started, "a").close()
+        t = time.time()
+        while not os.path.exists(go) and time.time() - t < 120:
+            time.sleep(0.05)
+        return batch
 
     results = {}
     slow = threading.Thread(target=lambda: results.update(slow=ingest_store(spark, str(table), store.layout, False,
-                                                                            frame=hold)))
+                                                                            batches=hold)))
     slow.start()
     deadline = time.time() + 120
     while not started.exists() and time.time() < deadline:
@@ -245,17 +243,56 @@ def test_a_failed_write_commits_nothing_and_the_next_run_reads_it_all(spark, tmp
     store.append(messages(90, 12))
     before, middle = version(spark, table), store.placed[100][0]
 
-    def fail(df):                           # a disk that fills, an executor lost: the write dies half way
-        @F.udf("boolean")
-        def boom(offset):
-            if offset >= middle:
-                raise OSError(28, "No space left on device")
-            return True
-        return df.where(boom(F.col("physical_offset")))
+    def fail(batch):                        # a disk that fills, an executor lost: the write dies half way
+        if batch.column("physical_offset").to_numpy().max() >= middle:
+            raise OSError(28, "No space left on device")
+        return batch
 
     with pytest.raises(Exception, match="No space left on device"):
-        run(spark, table, store.layout, frame=fail)
+        run(spark, table, store.layout, batches=fail)
     assert version(spark, table) == before and len(rows(spark, table)) == 60
     after = run(spark, table, store.layout)
     assert after.messages == 90
     assert [r["physical_offset"] for r in rows(spark, table)] == [o for o, _ in store.placed]
+
+
+def live_files(table) -> list[tuple]:
+    """(partition values, statistics) of the table's files now, from its Delta log (adds less removes)."""
+    adds = {}
+    for log in sorted((Path(table) / "_delta_log").glob("*.json")):
+        for line in log.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                adds[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                adds.pop(action["remove"]["path"])
+    return sorted((json.dumps(a["partitionValues"], sort_keys=True), a["stats"]) for a in adds.values())
+
+
+@pytest.mark.long
+def test_the_arrow_writer_commits_what_the_spark_writer_does(spark, tmp_path):
+    """The same store ingested by the ingest's own writer (pyarrow in the workers, committed through Delta's
+    transaction) and by Spark's Delta writer, twice as it grows: equal rows, files, partition values and
+    statistics (a null store_timestamp to the null partition, strings past Delta's 32-character cut)."""
+    store = GrowingStore(tmp_path / "st'o re")
+    batch = messages(120, 21)
+    batch[7].store_timestamp = 300_000_000_000_000              # past year 9999: a null store_timestamp
+    batch[9].topic = "Topic-" + "\u00e9\u4e2d" * 20 + "-tail"    # 46 characters, two of them non-ASCII
+    batch[11].properties["TAGS"] = "t" * 40
+    store.append(batch)
+    tables = {w: tmp_path / w for w in ("arrow", "spark")}
+    for grow in (False, True):
+        if grow:
+            store.append(messages(50, 22, first_ms=1_700_000_000_000 + 2 * DAY_MS), half_written_last=True)
+        got = {w: run(spark, t, store.layout, writer=w) for w, t in tables.items()}
+        assert got["arrow"] == got["spark"].__class__(**{**vars(got["spark"]), "seconds": got["arrow"].seconds})
+    assert rows(spark, tables["arrow"]) == rows(spark, tables["spark"])
+    assert len(rows(spark, tables["arrow"])) == 169
+    assert live_files(tables["arrow"]) == live_files(tables["spark"])
+    assert any('"store_date": null' in p for p, _ in live_files(tables["arrow"]))
+    import pyarrow.parquet as pq                                  # the files' own columns too, partitions last
+    columns = {w: {tuple(pq.read_schema(f).names) for f in t.glob("store=*/*/*.parquet")} for w, t in tables.items()}
+    assert columns["arrow"] == columns["spark"] and len(columns["arrow"]) == 1
+    history = {w: spark.sql(f"DESCRIBE HISTORY delta.`{t}`").where("version = 2")
+               .select("operation", "operationParameters.predicate", "userMetadata").first() for w, t in tables.items()}
+    assert history["arrow"] == history["spark"]
