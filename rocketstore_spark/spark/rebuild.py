@@ -126,7 +126,7 @@ def _run(spark, stages, work: Path, out: Path, settings: BrokerSettings, groups:
                                           key=lambda seg: seg.base_offset))
                 topics, keys, found = spill.scan_range(ranges, Path(work_s), spec["task"], groups, spec["delay"],
                                                        geometry is not None, index_tags, spec["key_floor"], lmq,
-                                                       skipped.add if lmq else None)
+                                                       each_window=skipped.add if lmq else None)
                 found = found + skipped.findings()
                 yield pa.RecordBatch.from_pylist([{"task": spec["task"], "topics": topics, "keys": keys,
                                                    "findings": [f.render() for f in found]}], schema=SCAN_ARROW)

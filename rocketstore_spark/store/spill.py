@@ -50,7 +50,7 @@ def queue_group(topic_hash, queue_id, groups: int):
 
 
 def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level: str, index: bool,
-               index_tags: bool, key_floor: int = -1, lmq: int = 0,
+               index_tags: bool, key_floor: int = -1, lmq: int = 0, *,
                batch_topics: frozenset[str] = frozenset(), each_window=None, scans: list | None = None,
                check_crc: bool = True, started=None) -> tuple[list[str], int, list[Finding]]:
     """Dispatch the records of ``ranges`` ((path, base offset, start, end, followed) of segment byte ranges,
