@@ -346,11 +346,13 @@ CATALOGUE: tuple[Check, ...] = (
           "dispatch resumes from the largest physical offset in the queues; after a crash, recovery re-dispatches "
           "from its start segment (docs/format/recovery.md)",
           "finding at the queue; the expected units are computed by `rocketmq.batch_queues`"),
-    Check("batchcq.not_batch_topic", _W, BATCH_QUEUES,
-          "a `batchconsumequeue/` queue of a topic `config/topics.json` does not give `queue.type=BatchCQ`",
-          "loads every directory under `batchconsumequeue/` as a BatchConsumeQueue, but dispatches the topic's new "
-          "records into `consumequeue/` (`ConsumeQueueStore.findOrCreateConsumeQueue` asks the topic config)",
-          "finding; the queue is not checked against the log"),
+    Check("batchcq.not_batch_topic", _E, BATCH_QUEUES,
+          "a `batchconsumequeue/` queue of a topic `config/topics.json` does not give `queue.type=BatchCQ` (or "
+          "does not list)",
+          "does not start: 5.5.1's `ConsumeQueueStore.load` throws for it (`queueTypeShouldBe`: \"The queue type "
+          "of topic: T should be BatchCQ, but is SimpleCQ\"), so `DefaultMessageStore.load` fails "
+          "(docs/format/batchconsumequeue.md)",
+          "finding; the queue is not checked against the log; `rocketstore recover plan` refuses the store"),
     Check("index.unknown_geometry", _E, INDEX,
           "an IndexFile holding entries whose slot count (the broker's maxHashSlotNum) cannot be established: "
           "the given `hashSlotNum` does not fit its size, or no single slot count fits both its size and its "

@@ -72,10 +72,18 @@ def recover_plan(store, output, reset_offsets_past_end, broker_conf, rocketmq_ve
     else:
         line(f"Plan for {plan['store']} (RocketMQ {plan['rocketmq_version']}) written to {output}/plan.json")
         for k, a in enumerate(plan["actions"], 1):
-            detail = ", ".join(f"{key} {val}" for key, val in a.items() if key not in ("action", "offsets", "wheel_slots", "touched"))
+            batch = a["action"] == "cut_batch_queues"
+            detail = ", ".join(f"{key} {val}" for key, val in a.items()
+                               if key not in ("action", "offsets", "wheel_slots", "touched") and not (batch and key == "queues"))
             line(f"  {k}. {a['action']}: {detail}")
             for o in a.get("offsets", ()):
                 line(f"       {o['consumer_group']} {o['topic']}/{o['queue_id']}: {o['before']} -> {o['after']}")
+            for q in a["queues"] if batch else ():
+                lost = q["lost"]
+                line(f"       {q['topic']}/{q['queue_id']}: max offset {q['max_offset_before']} -> {q['max_offset']}, "
+                     f"loses {lost['units']} record(s) holding {lost['inner_messages']} message(s)"
+                     + (f" (queue offsets {lost['first_queue_offset']}..{lost['last_queue_offset']}; "
+                        f"{lost['exported']} exported, {lost['unreadable']} unreadable)" if lost["units"] else ""))
         for text in plan["alternatives"]:
             line(f"  Alternatively: {text}")
         line("Nothing was changed in the store.")

@@ -482,24 +482,26 @@ def _pieces(restart: RestartDispatch, decoders: dict, findings: list[Finding]) -
             yield decoded, decoder.topics
 
 
-def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings) \
+def write_rebuild(layout: StoreLayout, out: Path, settings: BrokerSettings, batch_queues: bool = True) \
         -> tuple[list[QueueResult], list[str], int, list[Finding]]:
     """Write ``out/consumequeue`` and (with an index geometry) ``out/index`` for every record of ``layout``'s
     CommitLog with ``settings``: (queues, IndexFile names, records read, findings). Neither directory may
     exist yet; on failure both are removed. The caller has checked ``out`` (``prepare``, or the repair's own
-    staging, whose log holds nothing a restart would not dispatch)."""
-    return write_dispatched(layout, out, settings)[:4]
+    staging, whose log holds nothing a restart would not dispatch). ``batch_queues`` False: the BatchCQ topics'
+    records are kept out of ``consumequeue/`` but ``out/batchconsumequeue`` is not written (the repair cuts the
+    store's own, ``recovery.apply``)."""
+    return write_dispatched(layout, out, settings, batch_queues=batch_queues)[:4]
 
 
 def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, restart: RestartDispatch | None = None,
-                     resync: bool = True) \
+                     resync: bool = True, batch_queues: bool = True) \
         -> tuple[list[QueueResult], list[str], int, list[Finding], dict, list["BatchQueueResult"]]:
     """``write_rebuild`` of what a restart dispatches: (queues, IndexFile names, records read, findings,
     beyond, BatchConsumeQueues written). Without ``restart``, or with ``resync``, every record of the log is
     dispatched (resynchronising after damage); with ``restart`` and not ``resync``, only what it dispatches, in
     its order. ``beyond``: with both, the entries written for records ``restart`` does not dispatch, per queue.
     The records of BatchCQ topics (``config/topics.json``) get no ConsumeQueue entry: their units go to
-    ``out/batchconsumequeue`` (``write_batch_queues``)."""
+    ``out/batchconsumequeue`` (``write_batch_queues``; not with ``batch_queues`` False)."""
     findings: list[Finding] = []                   # the reading's (decoded in another thread: kept apart)
     written: list[Finding] = []                    # the writers'
     files = StoreMap.of_root(out)
@@ -535,9 +537,10 @@ def write_dispatched(layout: StoreLayout, out: Path, settings: BrokerSettings, r
         queues.close()
         if index is not None:
             index.close()
-        written_batch = write_batch_queues(layout, files, settings, batch, batch_seen.physical(), written)
+        written_batch = write_batch_queues(layout, files, settings, batch, batch_seen.physical(), written) \
+            if batch_queues else []
     except BaseException:
-        for sub in rebuilt_dirs(files):                 # none existed before (the caller checked)
+        for sub in rebuilt_dirs(files)[:None if batch_queues else 2]:     # none existed before (the caller checked)
             shutil.rmtree(sub, ignore_errors=True)
         raise
     return (sorted(queues.queues.values(), key=lambda q: (q.topic, q.queue_id)),

@@ -245,6 +245,112 @@ def _cut_timers(layout: StoreLayout, settings: BrokerSettings, end: int | None, 
                    "brought within the new ends"}
 
 
+def _batch_lost(lost_file: Path, topics: frozenset[str]) -> dict[tuple[str, int], np.ndarray]:
+    """The units (``batchconsumequeue.UNIT_DTYPE``) RocketMQ's dispatch writes for the exported records
+    (``lost_file``: what the cut loses that can be read), per BatchConsumeQueue (``rocketmq.batch_queues``)."""
+    import pyarrow.parquet as pq
+
+    from rocketstore_spark.rocketmq.batch_queues import UNIT_COLUMNS, expected_queues
+    if not topics:
+        return {}
+    t = pq.read_table(lost_file, columns=list(UNIT_COLUMNS))
+    return {(q.topic, q.queue_id): q.units for q in expected_queues(t, topics)}
+
+
+def queue_loss(cut: np.ndarray, exported: np.ndarray | None) -> dict:
+    """What one BatchConsumeQueue loses: the units its files lose (``cut``) and those of the exported records past
+    its new end (``exported``: records the queue's files did not hold yet are lost too), one per base offset —
+    outer records (``units``), the inner messages they hold (what a consumer receives: each unit's batch size)
+    and their queue offsets; ``exported``: how many of them can be published again, ``unreadable``: how many
+    are not in the export (a damaged record: its unit is all that is left of it)."""
+    exported = exported if exported is not None else cut[:0]
+    base = np.concatenate([cut["base_offset"], exported["base_offset"]]).astype(np.int64)
+    size = np.concatenate([cut["batch_size"], exported["batch_size"]]).astype(np.int64)
+    base, first = np.unique(base, return_index=True)
+    size = size[first]
+    if not len(base):
+        return {"units": 0, "inner_messages": 0, "first_queue_offset": None, "last_queue_offset": None,
+                "exported": 0, "unreadable": 0}
+    return {"units": len(base), "inner_messages": int(size.sum()), "first_queue_offset": int(base[0]),
+            "last_queue_offset": int((base + size).max()) - 1, "exported": len(exported),
+            "unreadable": int((~np.isin(base, exported["base_offset"].astype(np.int64))).sum())}
+
+
+def _cut_batch_queues(layout: StoreLayout, batch: list, po: int | None, later: bool, lost_file: Path
+                      ) -> dict | None:
+    """The ``cut_batch_queues`` action (None without BatchConsumeQueues): each queue's own files as RocketMQ
+    5.5.1's restart leaves them (``rocketmq.batch_recovery``, the report's simulation ``batch``: recover,
+    dispatch, ``truncateDirtyLogicFiles`` at the log's end, ``correctMinOffset``) — the files it deletes, its
+    units from the end of those it keeps on zeroed (the restart only moves its write position there: a later
+    restart would find and cut them again), the units its dispatch appends regenerated from the kept log by the
+    apply and checked against the plan's sha256 — with the bounds it gives and what each queue loses (inner
+    messages too). ``later``: a clean start after this one cuts the log further, at ``po``: the queues are cut
+    there too, as that start does."""
+    from rocketstore_spark.rocketmq.batch_queues import batch_topics
+    from rocketstore_spark.rocketmq.batch_recovery import UNIT
+    files = layout.files
+    if files.root is None or not batch or po is None:
+        return None
+    log_min = layout.segments[0].base_offset if layout.segments else 0
+    lost = _batch_lost(lost_file, batch_topics(files))
+    queues, touched = [], []
+    for b in batch:
+        if later:
+            b.truncate(po)
+            b.bounds(log_min)
+        kept_end = b.end if b.dispatch_at < 0 else min(b.end, b.dispatch_at)
+        cuts = []
+        for path, offset in b.files:
+            if path is not None and offset + os.path.getsize(path) > kept_end:
+                at = max(0, kept_end - offset)
+                if dirty_after(Path(path), at):
+                    cuts.append({"file": os.path.basename(path), "at": at})
+                    touched.append(files.relative(path))
+        dispatched = None
+        if b.dispatch_at >= 0 and b.end > b.dispatch_at:
+            units = b.unit_bytes(b.dispatch_at, b.end)
+            dispatched = {"at": b.dispatch_at, "units": len(units) // UNIT,
+                          "first_physical_offset": int(np.frombuffer(units[:8], ">i8")[0]), "to_physical_offset": po,
+                          "sha256": hashlib.sha256(units).hexdigest()}
+        deleted = [os.path.basename(p) for p in b.files_deleted]
+        touched += [files.relative(p) for p in b.files_deleted]
+        queue_lost = queue_loss(b.cut_units, lost.get(b.key))
+        if not (cuts or dispatched or deleted or queue_lost["units"]):
+            continue
+        queues.append({"queue": files.relative(files.batch_queue_dir(*b.key)), "topic": b.topic,
+                       "queue_id": b.queue_id, "files_deleted": deleted, "cut": cuts, "dispatch": dispatched,
+                       "units_cut": b.units_cut, "max_offset_before": b.max_offset_on_disk,
+                       "min_offset": b.min_offset, "max_offset": b.max_offset, "lost": queue_lost})
+    if not queues:
+        return None
+    return {"action": "cut_batch_queues", "queues": queues, "touched": touched,
+            "why": "BatchConsumeQueue units at or past the log's new end: RocketMQ 5.5.1's restart "
+                   "(BatchConsumeQueue.truncateDirtyLogicFiles) deletes the files whose first unit points there and "
+                   "ends each queue at its first unit that does; the repair leaves them as that restart does, the "
+                   "units past the end zeroed, so the repaired store restarts without cutting anything. lost: the "
+                   "outer records (units) and the inner messages a consumer would have received"}
+
+
+def _refuse_stray_batch_queues(layout: StoreLayout) -> None:
+    """``RepairRefused`` for a store with a ``batchconsumequeue/`` queue of a topic the config does not give
+    ``queue.type=BatchCQ`` (``batchcq.not_batch_topic``): RocketMQ 5.5.1 does not load such a store, repaired or
+    not, and the repair would carry the queue over."""
+    from rocketstore_spark.rocketmq.batch_queues import batch_topics
+    files = layout.files
+    if files.root is None:
+        return
+    dirs = files.batch_queue_dirs()
+    topics = batch_topics(files) if dirs else frozenset()
+    stray = [files.relative(d) for t, _, d in dirs if t not in topics]
+    if stray:
+        raise RepairRefused(f"{files.base}: {', '.join(stray[:3])}{' ...' if len(stray) > 3 else ''}: a "
+                            "BatchConsumeQueue of a topic config/topics.json does not give queue.type=BatchCQ; "
+                            "RocketMQ 5.5.1 does not load such a store (ConsumeQueueStore.load: \"The queue type of "
+                            "topic ... should be BatchCQ, but is SimpleCQ\"): give the topic queue.type=BatchCQ, or "
+                            "move the directory out of the store, and plan again (`rocketstore verify`: "
+                            "batchcq.not_batch_topic)")
+
+
 def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
               broker_conf: str | None = None, release_family: str | None = None,
               reset_offsets_past_end: bool = False) -> dict:
@@ -271,10 +377,11 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         raise StorePathError(f"{giant.path}: {giant.size} bytes, larger than any CommitLog segment RocketMQ writes "
                              "(mappedFileSizeCommitLog is a Java int): move it out of the store before planning a "
                              "repair")
+    _refuse_stray_batch_queues(layout)
     out = outside_stores(output, store_roots(layouts), "plan directory")
     if plan_path(out).exists():
         raise OutputError(f"{plan_path(out)} already exists: give an empty or new directory")
-    doc, _ = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
+    doc, sim = recovery_report(store, options=options, broker_conf=broker_conf, release_family=release_family)
     end = doc["later_starts"][-1] if doc["later_starts"] else doc
     kept, repaired, own = _repaired_queues(layout, settings, doc, end["process_offset"])
     out.mkdir(parents=True, exist_ok=True)
@@ -339,6 +446,10 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
             f"store ({named}{' ...' if len(past_end) > 3 else ''}): those consumers would skip the messages that "
             "will take the offsets between. Make the plan with --reset-offsets-past-end to rewrite them to the new "
             "max offset (the file before kept as .bak, as the broker keeps it).")
+    batch_action = _cut_batch_queues(layout, sim.batch_queues, po, end is not doc, lost_file)
+    if batch_action is not None:
+        actions.append(batch_action)
+        touched += [root / f for f in batch_action["touched"]]
     timers_action = _cut_timers(layout, settings, po, repaired, out)
     if timers_action is not None:
         actions.append(timers_action)

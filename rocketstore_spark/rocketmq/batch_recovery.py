@@ -49,9 +49,11 @@ class BatchQueueRecovery:
     max_offset_on_disk: int = 0             # getMaxOffsetInQueue after step 1 alone
     units_on_disk: int = 0                  # units before ``end`` after step 1 (from the third-last file on)
     units_cut: int = 0
+    cut_units: np.ndarray = field(default_factory=lambda: np.zeros(0, bcq.UNIT_DTYPE))   # the units ``truncate`` cut
     files_deleted: list[str] = field(default_factory=list)
     units_dispatched: int = 0
     first_dispatched: int = -1              # base offset of the first unit the dispatch writes (-1: none)
+    dispatch_at: int = -1                   # queue byte offset of the first unit the dispatch writes (-1: none)
     min_offset: int = -1                    # getMinOffsetInQueue after the restart
     max_offset: int = 0                     # getMaxOffsetInQueue after the restart
     _written: dict = field(default_factory=dict, repr=False)     # file offset -> {unit index: unit} dispatched
@@ -80,6 +82,17 @@ class BatchQueueRecovery:
         for i, unit in self._written.get(file_offset, {}).items():
             out[i] = unit
         return out
+
+    def unit_bytes(self, start: int, stop: int) -> bytes:
+        """The units between queue byte offsets ``start`` and ``stop`` as the restart leaves them (``file_units``:
+        what it dispatched over the bytes on disk)."""
+        out, at = [], start
+        while at < stop:
+            offset = at - at % self.file_size
+            i, j = (at - offset) // UNIT, (min(stop, offset + self.file_size) - offset) // UNIT
+            out.append(self.file_units(offset)[i:j].tobytes())
+            at = offset + j * UNIT
+        return b"".join(out)
 
     def _revise(self, log_min: int) -> tuple[int, int]:
         """(min, max) offsets as reviseMinOffsetInQueue + correctMinOffset and reviseMaxOffsetInQueue give them."""
@@ -129,6 +142,8 @@ class BatchQueueRecovery:
     def dispatch(self, units: np.ndarray) -> None:
         """Step 2 for the units (``batchconsumequeue.UNIT_DTYPE``, in dispatch order) of the records dispatched."""
         units = units[units["physical_offset"] > self.max_physical]
+        if len(units) and self.dispatch_at < 0:
+            self.dispatch_at = self.end
         for unit in units:
             offset = self.end - self.end % self.file_size
             if not self.files or self.files[-1][1] < offset:
@@ -162,6 +177,8 @@ class BatchQueueRecovery:
         else:
             self.end = 0
         self.units_cut += max(0, (before - self.end) // UNIT)
+        if before > self.end:           # every file read above is in the cache: the units cut, as they were
+            self.cut_units = np.concatenate([bcq.decode_units(self.unit_bytes(self.end, before)), self.cut_units])
 
     def bounds(self, log_min: int) -> None:
         """Step 4."""

@@ -35,8 +35,9 @@ def check_batch_queues(path, files: StoreMap) -> list[Finding]:
     for topic, queue_id, qdir in dirs:
         if topic not in topics:
             findings.append(finding("batchcq.not_batch_topic", files.relative(qdir), None,
-                                    f"{topic} has no queue.type=BatchCQ in config/topics.json: RocketMQ still loads "
-                                    f"this queue at start, but dispatches the topic into consumequeue/",
+                                    f"{topic} has no queue.type=BatchCQ in config/topics.json: RocketMQ's load "
+                                    f"throws for this queue (\"The queue type of topic: {topic} should be BatchCQ, "
+                                    f"but is SimpleCQ\") and the broker does not start",
                                     topic=topic, queue_id=queue_id))
             continue
         findings += _compare(files, topic, queue_id, str(qdir), expected.get((topic, queue_id)))

@@ -50,11 +50,14 @@ def test_recover_report_runs_on_a_batch_cq_store():
     assert '"batchconsumequeues"' in result.stdout
 
 
-def test_a_repair_is_refused_with_its_reason(tmp_path):
-    result = run("recover", "plan", store("crash"), "--output", tmp_path / "plan")
-    assert result.exit_code == 2
-    assert "cannot repair the store: the store uses batch ConsumeQueue" in result.output
-    assert "truncateDirtyLogicFiles" in result.output and not (tmp_path / "plan").exists()
+def test_a_plan_for_a_store_the_restart_cuts_nothing_of_leaves_the_batch_queues_alone(tmp_path):
+    """The crashed golden: RocketMQ's restart loses no message (it deletes the empty segment after the log's end:
+    exit 3), so the plan has nothing to cut in batchconsumequeue/ (the repair itself:
+    tests/recovery/test_repair_batchcq.py)."""
+    result = run("recover", "plan", store("crash"), "--output", tmp_path / "plan", "--json")
+    assert result.exit_code == 3, result.output
+    assert '"messages": 0' in result.stdout
+    assert "cut_batch_queues" not in result.stdout and '"rebuild"' in result.stdout
 
 
 def cut_inside_the_units(root) -> None:

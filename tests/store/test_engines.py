@@ -135,14 +135,15 @@ def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
 def test_a_batch_cq_store_reads_and_still_refuses_what_is_not_mirrored():
     # RocketMQ 5.5.1's own BatchCQ store: its log and units read; the queue checks and the rebuild are done by
     # the callers that allow the engine by name (verify.store, rebuild.output), refused to any other (the Spark
-    # jobs); a repair is refused
+    # jobs); the repair cuts them (recovery.plan/apply: tests/recovery/test_repair_batchcq.py)
     from tests.store.test_batchconsumequeue import store as golden
     layout = discover(str(golden("clean")))[0]
     for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.READ_CONFIG):
         layout.refuse(work)
     layout.refuse(Work.CHECK_QUEUES, frozenset({BATCH_ENGINE}))
     layout.refuse(Work.REBUILD, frozenset({BATCH_ENGINE}))
-    for work in (Work.CHECK_QUEUES, Work.REBUILD, Work.REPAIR):
+    layout.refuse(Work.REPAIR)
+    for work in (Work.CHECK_QUEUES, Work.REBUILD):
         with pytest.raises(UnsupportedStore, match="batch ConsumeQueue"):
             layout.refuse(work)
     [f] = [f for f in layout.findings if f.check.endswith("_engine")]

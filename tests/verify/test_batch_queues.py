@@ -80,3 +80,28 @@ def test_a_clean_batch_cq_store_verifies_with_exit_0():
     result = run("verify", store("clean"))
     assert result.exit_code == 0, result.output
     assert "store.partial_engine" in result.output
+
+
+def stray_queue(copy) -> str:
+    """A BatchConsumeQueue of PlainTopic (not queue.type=BatchCQ in config/topics.json): BatchTopic/0's files."""
+    shutil.copytree(copy / "batchconsumequeue" / "BatchTopic" / "0", copy / "batchconsumequeue" / "PlainTopic" / "0")
+    return "batchconsumequeue/PlainTopic/0"
+
+
+def test_a_queue_of_a_topic_that_is_not_batch_cq_is_an_error_and_refuses_a_repair(copy, tmp_path):
+    from rocketstore_spark.recovery.plan import RepairRefused, make_plan
+    where = stray_queue(copy)
+    [found] = check_batch_queues(copy, StoreMap.of_root(copy))
+    assert (found.check, found.severity.value, found.file) == ("batchcq.not_batch_topic", "error", where)
+    assert "should be BatchCQ, but is SimpleCQ" in found.message
+    with pytest.raises(RepairRefused, match="PlainTopic/0: a BatchConsumeQueue of a topic"):
+        make_plan(str(copy), tmp_path / "plan")
+    assert not (tmp_path / "plan").exists()
+
+
+@pytest.mark.slow
+def test_rocketmq_does_not_load_a_store_with_such_a_queue(copy):
+    """What batchcq.not_batch_topic says, by RocketMQ 5.5.1 itself (BatchCQGolden view): its load fails."""
+    from tests.golden import serve_check
+    stray_queue(copy)
+    assert serve_check.batchcq_view(copy)["recovery"]["loaded"] is False
