@@ -30,13 +30,15 @@ Steps, each recorded in the journal before it starts:
             leaves them (entries from their max offset on zeroed); with a ``reset_offsets`` action,
             ``config/consumerOffset.json`` rewritten with the new offsets, the file before kept as
             ``consumerOffset.json.bak`` (ConfigManager.persist: 5.5.1 moves the file to .bak and writes the
-            new one, 4.9.8's MixAll.string2File copies the previous content to .bak); a ``checkpoint`` whose
-            times are the last kept record's; every file and directory fsynced;
+            new one, 4.9.8's MixAll.string2File copies the previous content to .bak); the BatchConsumeQueues
+            (copied, not rebuilt) cut as the plan's ``cut_batch_queues`` says (``_cut_batch_queues``); the
+            timer files cut (``cut_timers``); a ``checkpoint`` whose times are the last kept record's; every
+            file and directory fsynced;
 3. gate     the recovery report of the staged store must say RocketMQ starts it normally, ends its log at the
             plan's ``process_offset``, and cuts, deletes and loses nothing; every queue the plan lists
             (``Plan.queues``: those the restart keeps as RocketMQ's files say) has the min and max offset the
-            plan predicted — no queue renumbered; no reset consumer offset past its queue's end — otherwise
-            nothing is published;
+            plan predicted — no queue renumbered; every BatchConsumeQueue the plan cuts the bounds it
+            predicted; no reset consumer offset past its queue's end — otherwise nothing is published;
 4. publish  a copy: staging renamed to OUTPUT. In place: staging and store exchanged, then the old store (now
             at the staging name) renamed to the backup name. Where the filesystem cannot exchange, two renames
             (store -> backup, staging -> store) with the journal saying which is done.

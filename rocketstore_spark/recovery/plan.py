@@ -9,8 +9,10 @@ actions, in order: export, cut the CommitLog where RocketMQ would, delete the la
 ConsumeQueues and IndexFiles from the cut log (``rebuild.output``), keep the store's own ConsumeQueue files of
 the queues the rebuild would renumber (``keep_queues``: ``_repaired_queues``), with ``reset_offsets_past_end``
 rewrite the committed consumer offsets past their queue's new end to that end (``config/consumerOffset.json``,
-the old file kept as ``.bak`` as the broker's ConfigManager.persist keeps it), write a checkpoint that matches
-it, remove ``abort``.
+the old file kept as ``.bak`` as the broker's ConfigManager.persist keeps it), cut the BatchConsumeQueues
+(``batchconsumequeue/``, 5.x ``queue.type=BatchCQ``) as RocketMQ 5.5.1's restart cuts them and say what each
+loses, inner messages too (``cut_batch_queues``: ``_cut_batch_queues``), cut the timer files
+(``cut_timers``), write a checkpoint that matches it, remove ``abort``.
 
 A repair must not renumber a queue: every queue the restart keeps as RocketMQ's own files say (no entry
 dispatched at another offset than its QUEUEOFFSET, no message left unreachable) keeps its min and max offset
