@@ -23,7 +23,8 @@ document (driver or CLI; reads the store read-only, writes nothing).
     index_files_deleted
     dispatch                the physical offset range dispatched again
     lost                    valid, CRC-correct messages at or after process_offset: count, offsets, store
-                            times, per topic and per queue
+                            times, per topic and per queue (a BatchCQ topic's queue also ``inner_messages``: the
+                            messages its lost records hold, an inner batch's INNER_NUM each)
     unreachable             messages the log keeps that no queue reaches after the restart (their queue's files
                             are gone or end before them, and the restart does not dispatch them again): count,
                             physical offsets, per queue, and the remedy
@@ -238,10 +239,17 @@ def _lost(t, lmq: dict | None = None) -> dict:
     for topic, qid, qo, kind in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist(), t["queue_offset"].to_pylist(),
                                     t["transaction_type"].to_pylist()):
         per_queue.setdefault((topic, qid), []).append(qo if kind in dispatch.QUEUED_TYPES else None)
+    # a BatchCQ topic's queue: the inner messages its lost records hold (what a consumer would have received)
+    inner: dict[tuple, int] = {}
+    if "inner_messages" in t.column_names:
+        for topic, qid, n in zip(t["topic"].to_pylist(), t["queue_id"].to_pylist(), t["inner_messages"].to_pylist()):
+            if n is not None:
+                inner[(topic, qid)] = inner.get((topic, qid), 0) + n
     return {"messages": t.num_rows, "first_physical_offset": int(phy.min()), "last_physical_offset": int(phy.max()),
             "first_store_time": _iso(first_ms), "last_store_time": _iso(last_ms),
             "topics": dict(sorted(Counter(t["topic"].to_pylist()).items())),
-            "queues": sorted([_lost_queue(k, v) for k, v in per_queue.items()] + [
+            "queues": sorted([_lost_queue(k, v) | ({"inner_messages": inner[k]} if k in inner else {})
+                              for k, v in per_queue.items()] + [
                 {"topic": topic, "queue_id": queue_id, "messages": n, "first_queue_offset": lo, "last_queue_offset": hi}
                 for (topic, queue_id), (n, lo, hi, _, _) in (lmq or {}).items()],
                 key=lambda q: (q["topic"], q["queue_id"]))}

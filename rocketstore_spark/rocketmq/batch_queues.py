@@ -82,6 +82,20 @@ def _parsed(values: pa.Array, what: str, offsets: np.ndarray, bits: int) -> np.n
     return parsed
 
 
+def base_and_size(records: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's unit base offset and batch size as the dispatch writes them (``physical_offset``,
+    ``queue_offset`` and ``properties`` of records of BatchCQ topics): ``INNER_BASE`` and ``INNER_NUM`` where it has
+    both, else its QUEUEOFFSET and 1; ``BatchQueueError`` naming a record whose value Java cannot parse."""
+    physical = records["physical_offset"].to_numpy()
+    props = records["properties"].combine_chunks()
+    num = pc.map_lookup(props, "INNER_NUM", "first")
+    base = pc.map_lookup(props, "INNER_BASE", "first")
+    both = pc.and_(pc.is_valid(num), pc.is_valid(base)).to_numpy(zero_copy_only=False)
+    inner_num = _parsed(pc.if_else(pa.array(both), num, None), "INNER_NUM", physical, 16)
+    inner_base = _parsed(pc.if_else(pa.array(both), base, None), "INNER_BASE", physical, 64)
+    return np.where(both, inner_base, records["queue_offset"].to_numpy()), np.where(both, inner_num, 1)
+
+
 def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueue]:
     """The BatchConsumeQueues RocketMQ's dispatch of ``records`` (UNIT_COLUMNS, any row order) writes for
     ``topics``, in (topic, queue id) order."""
@@ -93,14 +107,7 @@ def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueu
     if not queued.num_rows:
         return []
     physical = queued["physical_offset"].to_numpy()
-    props = queued["properties"].combine_chunks()
-    num = pc.map_lookup(props, "INNER_NUM", "first")
-    base = pc.map_lookup(props, "INNER_BASE", "first")
-    both = pc.and_(pc.is_valid(num), pc.is_valid(base)).to_numpy(zero_copy_only=False)
-    inner_num = _parsed(pc.if_else(pa.array(both), num, None), "INNER_NUM", physical, 16)
-    inner_base = _parsed(pc.if_else(pa.array(both), base, None), "INNER_BASE", physical, 64)
-    base_offset = np.where(both, inner_base, queued["queue_offset"].to_numpy())
-    batch_size = np.where(both, inner_num, 1)
+    base_offset, batch_size = base_and_size(queued)
     keep = (base_offset >= 0) & (batch_size >= 0)
     stamps = pc.cast(queued["store_timestamp"], pa.int64()).to_numpy(zero_copy_only=False) // 1000
     columns = {"physical_offset": physical, "size": queued["total_size"].to_numpy(),

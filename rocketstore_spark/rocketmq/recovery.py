@@ -50,7 +50,8 @@ from rocketstore_spark.codec import dispatch_kernel
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
-from rocketstore_spark.rocketmq.batch_queues import batch_file_size, batch_topics, dispatched_records, expected_queues
+from rocketstore_spark.rocketmq.batch_queues import (BatchQueueError, base_and_size, batch_file_size, batch_topics,
+                                                     dispatched_records, expected_queues)
 from rocketstore_spark.rocketmq.batch_recovery import BatchQueueRecovery, load_batch_queues
 from rocketstore_spark.rocketmq.releases import CrashStart, Family, NormalDispatch, NormalStart, family_named
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode
@@ -753,10 +754,27 @@ class Simulation:
         return out
 
     def _lost(self, lo: int, hi: int | None) -> pa.Table | None:
-        """The valid, CRC-correct records in [lo, hi) (hi None: to the end): what a cut at ``lo`` loses."""
+        """The valid, CRC-correct records in [lo, hi) (hi None: to the end): what a cut at ``lo`` loses; in a store
+        with BatchCQ topics, with ``inner_messages``: each of their records' batch size — the messages a consumer
+        receives of it (``batch_queues.base_and_size``; null for the other topics' records)."""
         columns = ("physical_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "transaction_type")
-        lost = [t.filter(t["body_crc_ok"]).select(columns) for t in self._records((*columns, "body_crc_ok"), lo, hi)]
-        return pa.concat_tables(lost) if lost else None
+        extra = ("properties",) if self.batch_topics else ()
+        lost = [t.filter(t["body_crc_ok"]).select(columns + extra)
+                for t in self._records((*columns, *extra, "body_crc_ok"), lo, hi)]
+        if not lost:
+            return None
+        t = pa.concat_tables(lost)
+        if extra:
+            batch = pc.is_in(t["topic"], value_set=pa.array(sorted(self.batch_topics))).to_numpy(
+                zero_copy_only=False)
+            inner = np.ones(t.num_rows, np.int64)
+            if batch.any():
+                try:
+                    inner[batch] = base_and_size(t.filter(pa.array(batch)))[1]
+                except BatchQueueError:
+                    pass                # RocketMQ's dispatch throws on it: counted as one message each
+            t = t.drop_columns(["properties"]).append_column("inner_messages", pa.array(inner, mask=~batch))
+        return t
 
     def _records(self, columns: tuple[str, ...], lo: int, hi: int | None):
         """The records whose physical offset lies in [lo, hi) (hi None: to the end), as tables of ``columns``;

@@ -71,6 +71,11 @@ def test_the_plan_cuts_each_batch_queue_where_rocketmq_does_and_counts_its_inner
             "units": len(lost), "inner_messages": sum(u[4] for u in lost), "first_queue_offset": lost[0][0],
             "last_queue_offset": lost[-1][0] + lost[-1][4] - 1, "exported": sum(u[1] > at for u in lost),
             "unreadable": sum(u[1] == at for u in lost)}, key
+    # the recovery report in the plan: the inner messages of the readable records lost, per queue
+    reported = {(q["topic"], q["queue_id"]): q["inner_messages"] for q in plan["report"]["lost"]["queues"]
+                if "inner_messages" in q}
+    assert reported == {(q["topic"], q["queue_id"]): sum(u[4] for u in q["units"] if u[1] > at)
+                        for q in batch_queues("crash")}
     # the restart deletes the files whose first unit is past the cut, and dispatches BatchTopic/1's lost unit again
     assert queues[("BatchTopic", 2)]["files_deleted"] == ["00000000000000001840"]
     assert queues[("BatchTopic", 1)]["dispatch"]["units"] == 1
