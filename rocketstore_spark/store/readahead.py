@@ -6,8 +6,10 @@ small read-ahead steps, while the pass waits; ``cat`` of the same files streams 
 kernel for the next files (``posix_fadvise(POSIX_FADV_WILLNEED)``, each file opened ``O_RDONLY`` and closed
 again: nothing is written, nothing mapped, no memory of ours held — the pages are the page cache's) one step
 ahead of the passes: ``want(k)`` when a pass starts step k reads step k + 1 ahead, never further, so a store
-larger than RAM does not evict what the passes have yet to read. Where ``posix_fadvise`` is missing (not
-Linux) it does nothing.
+larger than RAM does not evict what the passes have yet to read (a step may be a byte range of a file: verify
+reads the log 128 MiB ahead of each of its threads, whose pages the cache keeps until the thread reaches them
+even when other work presses on it — a whole segment ahead was partly evicted and read twice). Where
+``posix_fadvise`` is missing (not Linux) it does nothing.
 
 Linux reads at most the device's larger of ``read_ahead_kb`` and ``max_sectors_kb`` per WILLNEED call
 (``force_page_cache_ra`` caps the request there; the rest of the range is silently not read): each call asks
@@ -58,14 +60,15 @@ def cached(fd: int, position: int) -> bool:
 
 
 class ReadAhead:
-    """A thread reading ``steps`` (a list of lists of file paths, in the order the passes reach them) ahead of
-    the passes: ``want(k)`` (a pass has started step k) reads step k + 1; ``close`` stops it. A context
-    manager."""
+    """A thread reading ``steps`` (a list of lists of pieces — a file path, or (path, start, end) for a byte
+    range of one — in the order the passes reach them) ahead of the passes: ``want(k)`` (a pass has started step
+    k) reads step k + 1, once, in the order asked (passes on two threads each get their own next step read);
+    ``close`` stops it. A context manager."""
 
-    def __init__(self, steps: list[list[str]]):
+    def __init__(self, steps: list[list]):
         self.steps = steps
-        self._wanted = -1           # the furthest step asked for
-        self._done = -1             # steps read ahead so far (in order)
+        self._asked: list[int] = []         # steps asked for, not yet read (in order)
+        self._seen: set[int] = set()        # steps ever asked for
         self._closed = False
         self._cv = threading.Condition()
         self._thread = None
@@ -74,29 +77,30 @@ class ReadAhead:
             self._thread.start()
 
     def want(self, k: int) -> None:
-        """A pass has started step ``k``: read up to step k + 1 ahead."""
+        """A pass has started step ``k``: read step k + 1 ahead (once)."""
         with self._cv:
-            if k + 1 > self._wanted:
-                self._wanted = k + 1
+            if k + 1 < len(self.steps) and k + 1 not in self._seen:
+                self._seen.add(k + 1)
+                self._asked.append(k + 1)
                 self._cv.notify()
 
     def _run(self) -> None:
         while True:
             with self._cv:
-                while not self._closed and self._done >= min(self._wanted, len(self.steps) - 1):
+                while not self._closed and not self._asked:
                     self._cv.wait()
                 if self._closed:
                     return
-                self._done += 1
-                step = self.steps[self._done]
-            for path in step:
-                if not self._advise(path):
+                step = self.steps[self._asked.pop(0)]
+            for piece in step:
+                path, start, end = (piece, 0, None) if isinstance(piece, str) else piece
+                if not self._advise(path, start, end):
                     return
 
-    def _advise(self, path: str) -> bool:
-        """WILLNEED over ``path`` as far as its data goes (``store.queues.data_end``: a preallocated file's hole
-        is not read), ``advice_chunk`` at a time, what the cache holds skipped; False once closed. A file gone or
-        unreadable is skipped (the pass that reads it reports it)."""
+    def _advise(self, path: str, start: int = 0, end: int | None = None) -> bool:
+        """WILLNEED over [start, end) of ``path`` (None: as far as its data goes, ``store.queues.data_end``: a
+        preallocated file's hole is not read), ``advice_chunk`` at a time, what the cache holds skipped; False
+        once closed. A file gone or unreadable is skipped (the pass that reads it reports it)."""
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:
@@ -104,7 +108,8 @@ class ReadAhead:
         try:
             st = os.fstat(fd)
             size, chunk = data_end(fd, st.st_size), advice_chunk(st.st_dev)
-            for at in range(0, size, chunk):
+            size = size if end is None else min(size, end)
+            for at in range(start, size, chunk):
                 if self._closed:
                     return False
                 n = min(chunk, size - at)

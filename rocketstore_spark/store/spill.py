@@ -63,7 +63,8 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
     ``rebuild.output.LmqSkips``). ``scans``: the same walk also scans each range as ``store.scan.scan_segment``
     does (BODYCRC with ``check_crc``, ``__CRC32#`` and store times: ``DispatchDecoder``'s ``audit``), its
     ``SegmentSummary`` appended to ``scans`` with its reader's findings (which the returned findings then leave
-    out). ``started``: called with each range's index as its reading starts."""
+    out). ``started``: called with each range's index and the file position of each window its reading walks
+    (the first at the range's start)."""
     audited = segment_audit(check_crc, True, True) if scans is not None else None
     decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq,
                               batch_topics=batch_topics, audit=audited)
@@ -77,10 +78,9 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
         files = [opened.enter_context(open(entries_path(spill, task, g), "wb")) for g in range(groups)]
         with open(keys_path(spill, task), "wb") as key_file:
             for k, (path, base_offset, start, end, followed, *next_path) in enumerate(ranges):
-                if started is not None:
-                    started(k)
                 reader = SegmentReader(path, base_offset, decoder, start, end, followed=followed,
-                                       next_path=next_path[0] if next_path else None)
+                                       next_path=next_path[0] if next_path else None,
+                                       on_window=None if started is None else (lambda at, k=k: started(k, at)))
                 for decoded in reader:
                     w = decoded.batch
                     if each_window is not None:

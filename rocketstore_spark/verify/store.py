@@ -14,8 +14,8 @@ dispatch, a task a segment) into spill files — its queue entries by queue grou
 its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the system's; never under the
 store) — and the same walk makes every segment's CRC and store-time scan (``store.scan.summarize``: each record
 header decoded once, each segment read from the disk once even when the store is larger than the page cache;
-the segment after the last one started read ahead, and the IndexFiles and ConsumeQueue files while the last
-one is dispatched: ``store.readahead``); then the IndexFiles are
+the AHEAD_BYTES after each thread's read ahead, and the IndexFiles and ConsumeQueue files when the log's last
+piece is reached: ``store.readahead``); then the IndexFiles are
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
 time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
 average record size says how many a byte holds —, at most 128 groups). A group that holds more than SPLIT_ROWS
@@ -150,6 +150,7 @@ SAMPLE_BYTES = 4 << 20             # of the first segment, to estimate the messa
 SPLIT_ROWS = 6 << 20               # a queue group of more records is split: a spill file per queue, read in chunks
 MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
 THREADS = 2                        # the in-process verify's threads (its compiled kernels release the GIL)
+AHEAD_BYTES = 128 << 20            # of the log read ahead of each thread: the piece after the one it is in
 MAX_DISPATCH_TASKS = 256           # dispatch tasks of the in-process verify (a spill file a queue group each)
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
 
@@ -180,7 +181,8 @@ class Dispatched:
         when True, ``__CRC32#`` and store times: ``store.spill.scan_range``'s ``scans``; ``scan``), a task per
         segment (at most MAX_DISPATCH_TASKS: consecutive segments share a task beyond), so the two threads
         work on two consecutive segments; else the segments split between THREADS tasks. ``started``: called
-        with a segment's index (in ``layout.segments``) as its dispatch starts."""
+        with a segment's index (in ``layout.segments``) and the file position of each window its dispatch
+        walks."""
         self.layout = layout
         ranges = [(seg.path, seg.base_offset, max(0, start - seg.base_offset), seg.size, layout.followed(k),
                    layout.next_path(k))
@@ -209,7 +211,7 @@ class Dispatched:
         self._scans: list[list] = []
         for t in range(self.tasks):
             self._scans.append([] if scan_crc is not None else None)
-            on_start = None if started is None else (lambda i, at=first + cut[t]: started(at + i))
+            on_start = None if started is None else (lambda i, pos, at=first + cut[t]: started(at + i, pos))
             self.futures.append(pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
                                             settings.message_delay_level, index=index,
                                             index_tags=settings.release.index_tags, lmq=lmq_mode(settings),
@@ -430,21 +432,29 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="verify") as pool:
         # the CommitLog read by one pass: its dispatch into spill files (queue entries, and the keys the
         # IndexFiles are checked against) whose walk also makes every segment's CRC and store-time scan (each
-        # segment read from the disk once, even when the store is larger than the page cache), the segment
-        # after the one last started read ahead
-        ahead = stack.enter_context(ReadAhead([[seg.path] for seg in layout.segments] +
-                                              [[v.path for v in known] + queue_files(layout) * check_queues]))
-        ahead.want(-1)
+        # segment read from the disk once, even when the store is larger than the page cache), the AHEAD_BYTES
+        # after each thread's window read ahead
+        pieces = [[(seg.path, at, min(at + AHEAD_BYTES, seg.size))] for seg in layout.segments
+                  for at in range(0, max(seg.size, 1), AHEAD_BYTES)]
+        first_piece = np.cumsum([0] + [max(1, -(-seg.size // AHEAD_BYTES)) for seg in layout.segments]).tolist()
+        ahead = stack.enter_context(ReadAhead(pieces + [[v.path for v in known] +
+                                                        queue_files(layout) * check_queues]))
+
+        def reading(k: int, position: int) -> None:
+            """A pass walks segment ``k`` from ``position``: the piece it is in and the next read ahead."""
+            at = first_piece[k] + position // AHEAD_BYTES
+            ahead.want(at - 1)
+            ahead.want(at)
 
         def scan(k: int) -> SegmentSummary:
-            ahead.want(k)
+            reading(k, 0)
             seg = layout.segments[k]
             return scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
                                 check_properties_crc=True, check_times=True, next_path=layout.next_path(k))
         # each segment's scan made by the walk of its dispatch (the log read once, each header decoded once), a
         # task a segment; segments the dispatch does not read (no queues checked) scanned on their own
         spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool, scan_crc=check_crc,
-                                               started=ahead.want)) if check_queues else None
+                                               started=reading)) if check_queues else None
 
         def check_index(k: int, keys, log) -> IndexVerdict:
             return check_index_file(layout, known[k], root, settings.geometry, settings.release,
