@@ -1,8 +1,10 @@
 """Two checkouts' `rocketstore audit --json` on one store, alternating in the same window (issue #27): each run a
 fresh process started outside any checkout (``cd /tmp``, ``PYTHONPATH=CHECKOUT``), ``cat`` of the same files in
 each round; ``cold``: every store file's pages dropped first (``posix_fadvise(DONTNEED)``), ``warm``: after a
-``cat``. Prints per run: seconds, CPU-seconds (user + system), peak RSS, the bytes the process read from the disk
-(getrusage's block inputs: the task's ``read_bytes``, threads included) and the load average before it.
+``cat``. Prints per run: seconds, CPU-seconds (user + system, and apart), peak RSS, the bytes the process read from
+the disk (getrusage's block inputs: the task's ``read_bytes``, threads included), its major page faults (a mapped
+page the pass had to wait for the disk for: what the read-ahead did not bring in first) and the load average
+before it.
 
     .venv/bin/python bench/bench_audit_ab.py STORE before=/tmp/old-checkout after=. --rounds 3 --phases cold,warm
 
@@ -26,13 +28,15 @@ from bench_read import drop_cache  # noqa: E402
 
 def timed(argv: list[str], env: dict | None = None) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
-        proc = subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%e %M %U %S %I", *argv], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir())
+        proc = subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%e %M %U %S %I %F", *argv],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                              cwd=tempfile.gettempdir())
         if proc.returncode not in (0, 3):
             raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
-        seconds, kib, user, system, inblock = t.read().split()[-5:]
+        seconds, kib, user, system, inblock, major = t.read().split()[-6:]
     return {"seconds": float(seconds), "cpu_seconds": round(float(user) + float(system), 1),
-            "peak_mib": int(kib) // 1024, "read_gb": round(int(inblock) * 512 / 1e9, 2)}
+            "user": float(user), "system": float(system), "peak_mib": int(kib) // 1024,
+            "read_gb": round(int(inblock) * 512 / 1e9, 2), "major_faults": int(major)}
 
 
 def main(argv=None):

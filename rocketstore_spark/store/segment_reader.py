@@ -98,8 +98,10 @@ class SegmentReader:
     def __init__(self, path: str, base_offset: int, decoder: RecordDecoder, start: int = 0, end: int | None = None,
                  *, strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
                  followed: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 next_path: str | None = None, at_record: bool = False):
+                 next_path: str | None = None, at_record: bool = False,
+                 on_window: Callable[[int], None] | None = None):
         self.path = path
+        self.on_window = on_window      # called with the file position of each window walked, before it is read
         self.next_path = next_path      # where the next segment lies (a multi-path log); None: beside this one
         # ``start`` is where a record (or the segment's end: a BLANK, zero fill) lies, as a walk from 0 would
         # reach it: read from there as that walk would, without looking for the next plausible record start
@@ -164,6 +166,8 @@ class SegmentReader:
         # it finds a record start
         within = self.end is None or position + length <= self.end
         populate = walk and within and getattr(self.decoder, "reads_every_byte", False)
+        if walk and self.on_window is not None:
+            self.on_window(position)
         return map_window(fd, position, length, populate)
 
     def _scan(self, fd: int) -> Iterator[Decoded]:

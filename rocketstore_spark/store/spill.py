@@ -63,7 +63,8 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
     ``rebuild.output.LmqSkips``). ``scans``: the same walk also scans each range as ``store.scan.scan_segment``
     does (BODYCRC with ``check_crc``, ``__CRC32#`` and store times: ``DispatchDecoder``'s ``audit``), its
     ``SegmentSummary`` appended to ``scans`` with its reader's findings (which the returned findings then leave
-    out). ``started``: called with each range's index as its reading starts."""
+    out). ``started``: called with each range's index and the file position of each window its reading walks
+    (the first at the range's start)."""
     audited = segment_audit(check_crc, True, True) if scans is not None else None
     decoder = DispatchDecoder(message_delay_level, index=index, index_tags=index_tags, lmq=lmq,
                               batch_topics=batch_topics, audit=audited)
@@ -77,10 +78,9 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
         files = [opened.enter_context(open(entries_path(spill, task, g), "wb")) for g in range(groups)]
         with open(keys_path(spill, task), "wb") as key_file:
             for k, (path, base_offset, start, end, followed, *next_path) in enumerate(ranges):
-                if started is not None:
-                    started(k)
                 reader = SegmentReader(path, base_offset, decoder, start, end, followed=followed,
-                                       next_path=next_path[0] if next_path else None)
+                                       next_path=next_path[0] if next_path else None,
+                                       on_window=None if started is None else (lambda at, k=k: started(k, at)))
                 for decoded in reader:
                     w = decoded.batch
                     if each_window is not None:
@@ -97,15 +97,15 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                     for name in ("physical_offset", "size", "tags_code"):
                         rows[name] = getattr(w, name)[q[order]]
                     bounds = np.r_[0, np.cumsum(np.bincount(group, minlength=groups))]
-                    for g in range(groups):
+                    for g in range(groups):                 # the rows' own bytes written (no copy)
                         if bounds[g + 1] > bounds[g]:
-                            files[g].write(rows[bounds[g]:bounds[g + 1]].tobytes())
+                            files[g].write(rows[bounds[g]:bounds[g + 1]])
                     if index:
                         take = w.key_physical_offset >= key_floor
                         put = np.empty(int(take.sum()), dtype=KEY_SPILL)
                         put["key_hash"], put["physical_offset"] = w.key_hash[take], w.key_physical_offset[take]
                         put["store_timestamp"] = w.key_store_timestamp[take]
-                        key_file.write(put.tobytes())
+                        key_file.write(put)
                         keys += len(put)
                 if scans is not None:
                     scans.append(summarize(path, base_offset, reader.result, audited))

@@ -14,7 +14,8 @@ dispatch, a task a segment) into spill files — its queue entries by queue grou
 its IndexFile keys, 20 bytes a key, in a temporary directory (``work_dir``, default the system's; never under the
 store) — and the same walk makes every segment's CRC and store-time scan (``store.scan.summarize``: each record
 header decoded once, each segment read from the disk once even when the store is larger than the page cache;
-the segment after the last one started read ahead: ``store.readahead``); then the IndexFiles are
+the AHEAD_BYTES after each thread's read ahead, and the IndexFiles and ConsumeQueue files when the log's last
+piece is reached: ``store.readahead``); then the IndexFiles are
 checked against the spilled keys (``verify.index``, streamed) while the queues are checked one queue group at a
 time (a group holds the queues of at most 1 GiB of CommitLog and about 3 M messages — the first segment's
 average record size says how many a byte holds —, at most 128 groups). A group that holds more than SPLIT_ROWS
@@ -32,7 +33,7 @@ import errno
 import os
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -112,6 +113,30 @@ def log_bounds(layout: StoreLayout, scans: list[tuple[int, SegmentSummary]]) -> 
     return LogBounds(first, max(ends, default=first))
 
 
+def queue_files(layout: StoreLayout) -> list[str]:
+    """Every ConsumeQueue file of the store (what the queue check reads after the log: read ahead while the
+    last segment is dispatched)."""
+    return [os.path.join(d, name) for _, _, d in layout.files.queue_dirs() for name in sorted(os.listdir(d))]
+
+
+class PendingLog:
+    """``LogBounds`` whose ``end`` is known only once the whole log is dispatched (an IndexFile checked while
+    the dispatch goes on: its check reads ``end`` only to describe a wrong entry): ``min_offset`` now, ``end``
+    waited for (``settle``: the bounds, or the exception that stopped verify)."""
+
+    def __init__(self, min_offset: int):
+        self.min_offset = min_offset
+        self._bounds = Future()
+
+    def settle(self, log: LogBounds | None = None, error: BaseException | None = None) -> None:
+        if not self._bounds.done():
+            self._bounds.set_exception(error) if log is None else self._bounds.set_result(log)
+
+    @property
+    def end(self) -> int:
+        return self._bounds.result().end
+
+
 def index_views(layout: StoreLayout, settings: BrokerSettings) -> list[IndexFileView]:
     """The store's IndexFiles with the geometry the settings give (those that do not fit stay without one)."""
     if settings.geometry is None:
@@ -125,6 +150,7 @@ SAMPLE_BYTES = 4 << 20             # of the first segment, to estimate the messa
 SPLIT_ROWS = 6 << 20               # a queue group of more records is split: a spill file per queue, read in chunks
 MAX_QUEUE_GROUPS = 128             # spill files open at once while the CommitLog is read
 THREADS = 2                        # the in-process verify's threads (its compiled kernels release the GIL)
+AHEAD_BYTES = 128 << 20            # of the log read ahead of each thread: the piece after the one it is in
 MAX_DISPATCH_TASKS = 256           # dispatch tasks of the in-process verify (a spill file a queue group each)
 _ENTRY_COLUMNS = ("queue_offset", "physical_offset", "size", "tags_code")
 
@@ -155,7 +181,8 @@ class Dispatched:
         when True, ``__CRC32#`` and store times: ``store.spill.scan_range``'s ``scans``; ``scan``), a task per
         segment (at most MAX_DISPATCH_TASKS: consecutive segments share a task beyond), so the two threads
         work on two consecutive segments; else the segments split between THREADS tasks. ``started``: called
-        with a segment's index (in ``layout.segments``) as its dispatch starts."""
+        with a segment's index (in ``layout.segments``) and the file position of each window its dispatch
+        walks."""
         self.layout = layout
         ranges = [(seg.path, seg.base_offset, max(0, start - seg.base_offset), seg.size, layout.followed(k),
                    layout.next_path(k))
@@ -166,6 +193,9 @@ class Dispatched:
         self.groups = min(MAX_QUEUE_GROUPS, max(1, -(-total // QUEUE_GROUP_BYTES), -(-messages // QUEUE_GROUP_MESSAGES)))
         self.tasks = max(1, min(THREADS if scan_crc is None else MAX_DISPATCH_TASKS, len(ranges)))
         cut = [len(ranges) * t // self.tasks for t in range(self.tasks + 1)]
+        # the physical offset each task's ranges end at (a task's records start below it)
+        self._task_ends = [ranges[cut[t + 1] - 1][1] + ranges[cut[t + 1] - 1][3] if cut[t + 1] > cut[t] else start
+                           for t in range(self.tasks)]
         # the spill directory is never under the store, whoever calls (the CLI checks --work-dir; TMPDIR or an
         # API caller's work_dir may point anywhere)
         self.parent = outside_stores(work_dir or tempfile.gettempdir(), store_roots([layout]), "work directory")
@@ -181,7 +211,7 @@ class Dispatched:
         self._scans: list[list] = []
         for t in range(self.tasks):
             self._scans.append([] if scan_crc is not None else None)
-            on_start = None if started is None else (lambda i, at=first + cut[t]: started(at + i))
+            on_start = None if started is None else (lambda i, pos, at=first + cut[t]: started(at + i, pos))
             self.futures.append(pool.submit(scan_range, ranges[cut[t]:cut[t + 1]], self.dir, t, self.groups,
                                             settings.message_delay_level, index=index,
                                             index_tags=settings.release.index_tags, lmq=lmq_mode(settings),
@@ -280,7 +310,7 @@ class Dispatched:
                     for start, stop in zip(starts.tolist(), np.r_[starts[1:], len(key)].tolist()):
                         queue = queues.setdefault(int(key[start]), split / f"{len(queues):08d}")
                         with open(queue, "ab") as f:
-                            f.write(rows[start:stop].tobytes())
+                            f.write(rows[start:stop])
                 path.unlink()
         out = []
         for key in sorted(queues):
@@ -291,6 +321,26 @@ class Dispatched:
     def keys(self):
         """The spilled IndexFile keys as a ``verify.index.KeySource``."""
         return spilled_keys(self.dir, self.tasks)
+
+    def keys_when_dispatched(self):
+        """``keys`` usable before ``wait``: a ``verify.index.KeySource`` whose ``keys(begin, end)`` first waits
+        for the dispatch tasks that put the keys of the records up to ``end`` (None: every task), and the task
+        after them (whose key file the read may open to find that ``end`` is passed)."""
+        inner = self.keys()
+
+        def keys(begin: int, end: int | None):
+            self.wait_through(end)
+            return inner(begin, end)
+        return keys
+
+    def wait_through(self, end: int | None) -> None:
+        """Wait for the dispatch tasks that hold the records up to physical offset ``end`` (None: all) and the
+        task after them; a task's failure is raised (as by ``wait``)."""
+        last = self.tasks - 1 if end is None else \
+            min(self.tasks - 1, bisect.bisect_right(self._task_ends, end) + 1)
+        with self._room():
+            for f in self.futures[:last + 1]:
+                f.result()
 
 
 def _read_group(paths: list[Path], remap: list[np.ndarray]) -> np.ndarray:
@@ -382,21 +432,46 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="verify") as pool:
         # the CommitLog read by one pass: its dispatch into spill files (queue entries, and the keys the
         # IndexFiles are checked against) whose walk also makes every segment's CRC and store-time scan (each
-        # segment read from the disk once, even when the store is larger than the page cache), the segment
-        # after the one last started read ahead
-        ahead = stack.enter_context(ReadAhead([[seg.path] for seg in layout.segments] +
-                                              [[v.path for v in known]]))
-        ahead.want(-1)
+        # segment read from the disk once, even when the store is larger than the page cache), the AHEAD_BYTES
+        # after each thread's window read ahead
+        pieces = [[(seg.path, at, min(at + AHEAD_BYTES, seg.size))] for seg in layout.segments
+                  for at in range(0, max(seg.size, 1), AHEAD_BYTES)]
+        first_piece = np.cumsum([0] + [max(1, -(-seg.size // AHEAD_BYTES)) for seg in layout.segments]).tolist()
+        ahead = stack.enter_context(ReadAhead(pieces + [[v.path for v in known] +
+                                                        queue_files(layout) * check_queues]))
+
+        def reading(k: int, position: int) -> None:
+            """A pass walks segment ``k`` from ``position``: the piece it is in and the next read ahead."""
+            at = first_piece[k] + position // AHEAD_BYTES
+            ahead.want(at - 1)
+            ahead.want(at)
 
         def scan(k: int) -> SegmentSummary:
-            ahead.want(k)
+            reading(k, 0)
             seg = layout.segments[k]
             return scan_segment(seg.path, seg.base_offset, check_crc=check_crc, followed=layout.followed(k),
                                 check_properties_crc=True, check_times=True, next_path=layout.next_path(k))
         # each segment's scan made by the walk of its dispatch (the log read once, each header decoded once), a
         # task a segment; segments the dispatch does not read (no queues checked) scanned on their own
         spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool, scan_crc=check_crc,
-                                               started=ahead.want)) if check_queues else None
+                                               started=reading)) if check_queues else None
+
+        def check_index(k: int, keys, log) -> IndexVerdict:
+            return check_index_file(layout, known[k], root, settings.geometry, settings.release,
+                                    settings.message_delay_level, log, newest=k == len(known) - 1,
+                                    previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
+        # every IndexFile but the newest checked on a thread of its own as soon as the dispatch has passed its
+        # end (while the rest of the log is read), one after the other
+        early = []
+        if spill is not None and len(known) > 1:
+            side = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-index"))
+            pending = PendingLog(layout.segments[0].base_offset if layout.segments else 0)
+            stack.callback(pending.settle, None, RuntimeError("verify stopped before the log was read"))
+
+            def check_early(k: int) -> IndexVerdict:
+                spill.wait_through(int(known[k].header["end_phy_offset"]))      # its keys put, as the header says
+                return check_index(k, spill.keys_when_dispatched(), pending)
+            early = [side.submit(check_early, k) for k in range(len(known) - 1)]
         scanned = spill.scanned if spill is not None else set()
         alone = {k: pool.submit(scan, k) for k in range(len(layout.segments)) if k not in scanned}
         if spill is not None:
@@ -410,13 +485,12 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
         findings += [finding("index.unknown_geometry", v.path, None, v.problem or "unknown geometry")
                      for v in views if v.geometry is None]
         log = log_bounds(layout, scans)
+        if early:
+            pending.settle(log)
         findings += check_timers(layout, log.end)
         keys = spill.keys() if spill is not None else None
-        # then the IndexFiles on the pool while this thread checks the queues, a queue group at a time
-        checked = [pool.submit(check_index_file, layout, v, root, settings.geometry, settings.release,
-                               settings.message_delay_level, log, newest=k == len(known) - 1,
-                               previous_end=known[k - 1].header["end_timestamp"] if k else None, keys=keys)
-                   for k, v in enumerate(known)]
+        # then the (newest) IndexFiles on the pool while this thread checks the queues, a queue group at a time
+        checked = early + [pool.submit(check_index, k, keys, log) for k in range(len(early), len(known))]
         queues = check_queues_of(layout, settings, spill, log, pool, findings=findings, queue_feed=queue_feed) \
             if check_queues else []
         index = [f.result() for f in checked]
