@@ -33,7 +33,8 @@ exports and system-topic views by queue —, a rebuild, a repair).
 
 BatchConsumeQueues (``batchconsumequeue/``, 5.x topics with ``queue.type=BatchCQ``) are read, rebuilt, checked
 and their restart predicted in-process (``rebuild.output``, ``verify.store``, ``recovery.report`` allow the engine
-by name: ``BATCH_ENGINE``); the Spark jobs and the repair refuse them (``BATCH_REFUSED``).
+by name: ``BATCH_ENGINE``), rebuilt and checked by the Spark jobs (``spark.rebuild``, ``spark.verify``); the
+repair refuses them (``BATCH_REFUSED``).
 
 Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, an error naming
 the evidence and what is refused); an engine we do read, with some work still not mirrored — a DLedger
@@ -109,18 +110,18 @@ BATCH_ENGINE = "batch ConsumeQueue"
 #: in-process (rebuild.output.rebuild_store, verify.store, recovery.report allow the engine by name): the rebuild
 #: writes batchconsumequeue/ beside consumequeue/, verify checks both (the BatchCQ topics' records are not
 #: expected in consumequeue/), the recovery report follows RocketMQ 5.5.1's restart of both
-#: (rocketmq.batch_recovery); the Spark rebuild and verify jobs and the repair refuse
+#: (rocketmq.batch_recovery); the Spark rebuild and verify jobs do the same (spark.rebuild, spark.verify); the
+#: repair refuses
 _BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches); "
                       "`rocketstore rebuild` writes batchconsumequeue/ for the BatchCQ topics and consumequeue/ for the "
                       "others, `rocketstore verify` and `audit` check both (batchcq.*, queue.*), `rocketstore recover "
-                      "report` follows RocketMQ's restart of both")
-_BATCH_WHY = ("the Spark jobs do not keep the BatchCQ topics' records out of consumequeue/, and a repair would "
-              "have to cut batchconsumequeue/ with the log as BatchConsumeQueue.truncateDirtyLogicFiles does, which "
-              "no repair here has been proven to do by reopening it in RocketMQ; `rocketstore rebuild`, `verify`, "
-              "`audit` and `recover report` follow these queues in-process, and `rocketstore export` saves the "
-              "messages a cut would lose")
-BATCH_REFUSED = ("the Spark rebuild and verify jobs and the repair (`rocketstore recover plan/apply`: "
-                 "cutting batchconsumequeue/ with the log is not proven against RocketMQ yet)")
+                      "report` follows RocketMQ's restart of both; the Spark rebuild and verify jobs do the same")
+_BATCH_WHY = ("a repair would have to cut batchconsumequeue/ with the log as BatchConsumeQueue.truncateDirtyLogicFiles "
+              "does, which no repair here has been proven to do by reopening it in RocketMQ; `rocketstore rebuild`, "
+              "`verify`, `audit`, `recover report` and the Spark rebuild and verify jobs follow these queues, and "
+              "`rocketstore export` saves the messages a cut would lose")
+BATCH_REFUSED = ("the repair (`rocketstore recover plan/apply`: cutting batchconsumequeue/ with the log is not proven "
+                 "against RocketMQ yet)")
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
 KNOWN_ROOT_ENTRIES = frozenset({
@@ -274,7 +275,8 @@ def _from_files(root: Path, out: Engines) -> None:
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
     batch = root / "batchconsumequeue"
     if batch.is_dir() and any(batch.iterdir()):
-        # read (BATCH_ENGINE); the work refused here is what the Spark jobs and the repair still refuse
+        # read (BATCH_ENGINE); the work refused here is done by callers that allow the engine by name (the
+        # rebuilds, the checks, the recovery report); the repair refuses it
         out.add(BATCH_ENGINE, "batchconsumequeue/ (topics with queue.type=BatchCQ)",
                 _DISPATCH_WORK | {Work.RECOVER}, batch, _BATCH_QUEUE_READS, read=True, still=BATCH_REFUSED,
                 why=_BATCH_WHY)
