@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.rocketmq.batch_queues import BatchQueueError
 from rocketstore_spark.verify.store import verify_store
 from tests.builders import write_store
+from tests.cli.helpers import run
 
 pytestmark = pytest.mark.spark
 
@@ -37,7 +39,7 @@ def _rebuilt(result) -> list:
 
 
 @pytest.mark.parametrize("scenario", ("clean", "crash"))
-def test_the_spark_rebuild_writes_rocketmqs_batch_consume_queues(spark, scenario, tmp_path):
+def test_the_spark_rebuild_writes_rocketmqs_batch_consume_queues(spark, scenario, tmp_path, capsys):
     from rocketstore_spark.spark.rebuild import rebuild
     store = str(GOLDEN / scenario / "store")
     # small scan tasks: each BatchCQ queue's units come from several of them
@@ -53,11 +55,16 @@ def test_the_spark_rebuild_writes_rocketmqs_batch_consume_queues(spark, scenario
     assert [(q.topic, q.queue_id) for q in result.queues] == [("PlainTopic", 1)]        # nothing of BatchTopic
     assert sorted(result.findings) == sorted({f.render() for f in ref.findings})
     if scenario == "crash":
-        # --resync: every valid record, the units before the restart's dispatch start too
-        result = rebuild(spark, store, tmp_path / "spark-resync", split_size=16 << 10, resync=True)
-        ref = rebuild_store(store, tmp_path / "ref-resync", resync=True)
-        assert _files(tmp_path / "spark-resync") == _files(tmp_path / "ref-resync")
-        assert _rebuilt(result) == _rebuilt(ref) and len(result.batch_queues) == 3
+        # the job with --resync (every valid record, the units before the restart's dispatch start too) against
+        # `rocketstore rebuild --resync`: the same files, exit status and count of files against the store's
+        from jobs import rebuild as job
+        code = job.main(spark, ["--store", store, "--output", str(tmp_path / "job"), "--resync"])
+        out = capsys.readouterr().out
+        cli = run("rebuild", store, "--output", tmp_path / "cli", "--resync")
+        assert _files(tmp_path / "job") == _files(tmp_path / "cli") and code == cli.exit_code == 3
+        against = re.compile(r"Against the store: .*")
+        assert against.search(out).group(0) == against.search(cli.output).group(0)
+        assert "3 BatchConsumeQueue(s) in 9 file(s)" in out
 
 
 def _damaged(target: Path) -> Path:
