@@ -110,7 +110,7 @@ def test_the_spark_verify_finds_what_rocketstore_verify_finds(spark, tmp_path):
     from rocketstore_spark.spark.verify import verify
     stores = [GOLDEN / "clean" / "store", GOLDEN / "crash" / "store", _damaged(tmp_path / "damaged"),
               _unparsable(tmp_path / "unparsable")]
-    run = verify(spark, [str(s) for s in stores], split_size=64 << 10)
+    run = verify(spark, [str(s) for s in stores])            # a task per core and store: several per queue
     checks = []
     for rep, store in zip(run.stores, stores):
         ref = verify_store(str(store))
