@@ -6,8 +6,8 @@ Usage:
         [--rocketmq-version X.Y.Z] [--mapped-file-size-consume-queue N] [--max-hash-slot-num N]
         [--max-index-num N] [--no-index] [--force] [--resync] [--differences DIR]
 
-Writes DIR/consumequeue/ and DIR/index/ (DIR must not be inside the store, and must not hold a rebuild
-already). Settings come from the options, else the broker's properties file, else what the store's files show,
+Writes DIR/consumequeue/ and DIR/index/, and DIR/batchconsumequeue/ for 5.x BatchCQ topics (DIR must not be
+inside the store, and must not hold a rebuild already). Settings come from the options, else the broker's properties file, else what the store's files show,
 else RocketMQ's defaults; the job prints each with its source, refuses settings that contradict the files
 (--force to go ahead), then prints the differences between the rebuild and the store's files. IndexFile names
 are the broker's wall clock when it created them, so IndexFiles are compared by content in name order.
@@ -66,7 +66,10 @@ def main(spark, argv) -> int:
         ("maxIndexNum", s.geometry.index_num if s.geometry else None, s.sources["maxIndexNum"]),
         ("messageIndexEnable", s.geometry is not None, s.sources["messageIndexEnable"])], max_width=70))
     written = sum(len(q.files) for q in r.queues)
-    print(f"\n{len(r.queues)} queue(s), {written} ConsumeQueue file(s), {len(r.index_files)} IndexFile(s) written")
+    batch = (f", {len(r.batch_queues)} BatchConsumeQueue(s) in {sum(len(q.files) for q in r.batch_queues)} file(s)"
+             if r.batch_queues else "")
+    print(f"\n{len(r.queues)} queue(s), {written} ConsumeQueue file(s){batch}, {len(r.index_files)} IndexFile(s) "
+          "written")
     unusual = [q for q in r.queues if q.skipped or q.moved]
     if unusual:
         print(render_table(["topic", "queue", "max offset", "skipped", "moved"],
@@ -90,12 +93,12 @@ def main(spark, argv) -> int:
 
 def check(argv) -> None:
     """Arguments, paths, output directory and settings are checked before Spark starts."""
-    from rocketstore_spark.rebuild.output import OutputError, SettingsConflict, prepare
+    from rocketstore_spark.rebuild.output import SPARK_REBUILT, OutputError, SettingsConflict, prepare
     from rocketstore_spark.store.discovery import StorePathError
     from rocketstore_spark.store.outputs import outside_stores, store_roots
     args = parse_args(argv)
     try:
-        layout, _, _ = prepare(args.store, args.output, options(args), args.broker_conf, args.force)
+        layout, _, _ = prepare(args.store, args.output, options(args), args.broker_conf, args.force, SPARK_REBUILT)
         if args.differences:
             outside_stores(args.differences, store_roots([layout]), "differences table")
     except (StorePathError, OutputError, SettingsConflict, ValueError, OSError) as e:

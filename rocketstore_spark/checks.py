@@ -249,8 +249,8 @@ CATALOGUE: tuple[Check, ...] = (
           "restart read from the database; reading ConsumeQueue files and a repair refused), the RocksDB "
           "config (v1 `config/consumerOffsets/`, `config/topics/`, `config/subscriptionGroups/`, `config/metadata/`, "
           "v2 `config/rdb/`: read; a repair refused), BatchConsumeQueues (`batchconsumequeue/`, 5.x "
-          "`queue.type=BatchCQ`: read, rebuilt, checked and their restart predicted in-process; the Spark jobs and "
-          "a repair refused), LMQ multi-dispatch (`consumequeue/%LMQ%...`, or "
+          "`queue.type=BatchCQ`: read, rebuilt, checked, their restart predicted and repaired in-process, rebuilt "
+          "and checked by the Spark jobs; nothing refused), LMQ multi-dispatch (`consumequeue/%LMQ%...`, or "
           "enableLmq/enableMultiDispatch: every command follows the %LMQ% queues as RocketMQ dispatches them; "
           "nothing refused, the warning says what is followed)",
           "RocketMQ reads and recovers the engine its own way (DLedger: `DLedgerMmapFileStore.recover`, then "

@@ -51,6 +51,7 @@ from typing import Iterator
 
 import numpy as np
 
+from rocketstore_spark.codec import batchconsumequeue
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder, DispatchWindow
 from rocketstore_spark.codec.indexfile import Geometry
@@ -60,8 +61,10 @@ from rocketstore_spark.findings import Finding, capped, distinct, finding
 from rocketstore_spark.rebuild.diff import Difference, beyond_differences, compare
 from rocketstore_spark.rocketmq import consumequeue as cq
 from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.dispatch import queue_keys, queue_of
 from rocketstore_spark.rocketmq import indexfile as ix
-from rocketstore_spark.rocketmq.batch_queues import batch_file_size, batch_topics, dispatched_records, expected_queues
+from rocketstore_spark.rocketmq.batch_queues import (batch_file_size, batch_topics, dispatched_records,
+                                                     dispatched_units, redispatched)
 from rocketstore_spark.rocketmq.recovery import RestartDispatch, add_queue_spans, restart_dispatch
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
@@ -216,24 +219,7 @@ class ConsumeQueueWriter:
         self._write(result, self.files.queue_dir(result.topic, result.queue_id), start, data)
 
     def _write(self, result: QueueResult, directory: Path, queue_byte_offset: int, data: bytes) -> None:
-        """Entries (their bytes) at consecutive positions from ``queue_byte_offset``, across file boundaries."""
-        while data:
-            file_offset = (queue_byte_offset // self.file_size) * self.file_size
-            position = queue_byte_offset - file_offset
-            chunk = data[:self.file_size - position]
-            name = offset_name(file_offset)
-            path = temporary(directory / name)
-            if name not in result.files:
-                # a new file (or one a failed attempt of this same task began: rewritten identically)
-                directory.mkdir(parents=True, exist_ok=True)
-                with open(path, "wb") as f:
-                    f.truncate(self.file_size)          # preallocated, as the broker's mapped files are
-                result.files.append(name)
-            with open(path, "r+b") as f:
-                f.seek(position)
-                f.write(chunk)
-            data = data[len(chunk):]
-            queue_byte_offset += len(chunk)
+        write_at(result.files, directory, self.file_size, queue_byte_offset, data)
 
     def close(self) -> None:
         """Every file complete: fsynced and renamed to its final name, then every directory fsynced."""
@@ -246,6 +232,29 @@ class ConsumeQueueWriter:
                 publish(temporary(path), path, sync_dir=False)
         if self.files.consumequeue_dir.is_dir():
             fsync_dirs(self.files.consumequeue_dir)
+
+
+def write_at(names: list[str], directory: Path, file_size: int, queue_byte_offset: int, data: bytes) -> None:
+    """Queue units or entries (their bytes) at consecutive positions from ``queue_byte_offset`` of the queue in
+    ``directory``, across file boundaries, into files under their temporary names (``names``: the queue's files
+    begun so far, appended to)."""
+    while data:
+        file_offset = (queue_byte_offset // file_size) * file_size
+        position = queue_byte_offset - file_offset
+        chunk = data[:file_size - position]
+        name = offset_name(file_offset)
+        path = temporary(directory / name)
+        if name not in names:
+            # a new file (or one a failed attempt of this same task began: rewritten identically)
+            directory.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as f:
+                f.truncate(file_size)          # preallocated, as the broker's mapped files are
+            names.append(name)
+        with open(path, "r+b") as f:
+            f.seek(position)
+            f.write(chunk)
+        data = data[len(chunk):]
+        queue_byte_offset += len(chunk)
 
 
 def within(intervals: np.ndarray, physical_offset) -> np.ndarray:
@@ -466,6 +475,8 @@ ROCKSDB_STORE_TYPE = "defaultRocksDB"
 ROCKSDB_REBUILT = frozenset({"RocksDB ConsumeQueue"})        # rebuild_store's own way (the engine's name)
 LMQ_REBUILT = frozenset({LMQ_ENGINE})              # rebuilt as RocketMQ dispatches it (codec.lmq)
 BATCH_REBUILT = frozenset({BATCH_ENGINE})          # batchconsumequeue/ written as RocketMQ dispatches it
+#: what the Spark rebuild (spark.rebuild) rebuilds as this module does: not a RocksDB ConsumeQueue's differences
+SPARK_REBUILT = LMQ_REBUILT | BATCH_REBUILT
 ROCKSDB_NOTE = ("RocksDB ConsumeQueue store (storeType=defaultRocksDB): written are classic ConsumeQueue files of "
                 "every valid record and the IndexFiles, for the differences against the database below. RocketMQ in "
                 "RocksDB mode reads no ConsumeQueue files (and refuses to start with both layouts): they are not a "
@@ -585,27 +596,83 @@ def write_batch_queues(layout: StoreLayout, files: StoreMap, settings: BrokerSet
     full size, each written under a temporary name and published."""
     if not topics or not len(physical):
         return []
-    size = batch_file_size(layout.files, settings)
-    records = dispatched_records(layout, topics, physical, settings.message_delay_level)
-    out = []
-    for q in expected_queues(records, topics):
-        if not safe_component(q.topic):
-            findings.append(finding("rebuild.unsafe_topic", str(files.batch_consumequeue_dir), None,
-                                    f"topic {q.topic!r} cannot be a directory name: its queues are not rebuilt"))
-            continue
-        directory = files.batch_queue_dir(q.topic, q.queue_id)
-        directory.mkdir(parents=True, exist_ok=True)
-        names = []
-        for name, data in q.files(size).items():
-            tmp = temporary(directory / name)
-            tmp.write_bytes(data)
-            publish(tmp, directory / name, sync_dir=False)
-            names.append(name)
-        last = q.units[-1] if len(q.units) else None
-        out.append(BatchQueueResult(q.topic, q.queue_id, names,
-                                    int(last["base_offset"]) + int(last["batch_size"]) if last is not None else 0))
-    fsync_dirs(files.batch_consumequeue_dir)
-    return out
+    writer = BatchQueueWriter(files, batch_file_size(layout.files, settings), findings)
+    writer.add(*dispatched_units(dispatched_records(layout, topics, physical, settings.message_delay_level), topics))
+    return writer.close()
+
+
+class BatchQueueWriter:
+    """Writes ``files``' batchconsumequeue/ (the output's) from units in dispatch order (driver or executor: the
+    in-process rebuild's, and each queue group's write task of the Spark rebuild): a unit at or below its
+    queue's last physical offset is skipped (``rocketmq.batch_queues.redispatched``), a queue's units are held
+    back and written when ``buffer_bytes`` of them are pending and at ``close``, into files of ``file_size``
+    bytes (mapperFileSizeBatchConsumeQueue) under temporary names, published at ``close``."""
+
+    def __init__(self, files: StoreMap, file_size: int, findings: list[Finding], buffer_bytes: int = HELD_BYTES):
+        if file_size <= 0 or file_size % batchconsumequeue.UNIT_SIZE:
+            raise ValueError(f"a BatchConsumeQueue file size must be a positive multiple of "
+                             f"{batchconsumequeue.UNIT_SIZE}, not {file_size}")
+        self.files, self.file_size, self.findings, self.buffer_bytes = files, file_size, findings, buffer_bytes
+        self._queues: dict[tuple[str, int], list] = {}     # queue -> [last physical offset, units, result, held]
+        self._pending = 0
+
+    def add(self, names: list[str], topic: np.ndarray, queue_id: np.ndarray, units: np.ndarray) -> None:
+        """Units (``batchconsumequeue.UNIT_DTYPE``) of any queues in dispatch order, each with its topic (an index
+        into ``names``) and queue id (``rocketmq.batch_queues.dispatched_units``' form)."""
+        key = queue_keys(topic, queue_id)
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+        for start, stop in zip(starts.tolist(), np.r_[starts[1:], len(key)].tolist()):
+            t, q = queue_of(key[start])
+            state = self._queue(names[t], q)
+            if state is None:
+                continue
+            run = units[order[start:stop]]
+            physical = run["physical_offset"].astype(np.int64)
+            run = run[~redispatched(physical, state[0])]
+            if len(run):
+                state[0] = max(state[0], int(physical.max()))
+                state[1] += len(run)
+                state[3].append(run)
+                self._pending += run.nbytes
+                state[2].max_offset = int(run["base_offset"][-1]) + int(run["batch_size"][-1])
+        if self._pending >= self.buffer_bytes:
+            self._flush()
+
+    def _queue(self, topic: str, queue_id: int) -> list | None:
+        state = self._queues.get((topic, queue_id))
+        if state is None and (topic, queue_id) not in self._queues:
+            if not safe_component(topic):
+                self.findings.append(finding("rebuild.unsafe_topic", str(self.files.batch_consumequeue_dir), None,
+                                             f"topic {topic!r} cannot be a directory name: its queues are not rebuilt"))
+            else:
+                state = [-1, 0, BatchQueueResult(topic, queue_id, [], 0), []]
+            self._queues[(topic, queue_id)] = state
+        return state
+
+    def _flush(self) -> None:
+        for (topic, queue_id), state in self._queues.items():
+            if state is not None and state[3]:
+                held = b"".join(h.tobytes() for h in state[3])
+                start = (state[1] * batchconsumequeue.UNIT_SIZE) - len(held)
+                write_at(state[2].files, self.files.batch_queue_dir(topic, queue_id), self.file_size, start, held)
+                state[3] = []
+        self._pending = 0
+
+    def close(self) -> list[BatchQueueResult]:
+        """Every file complete: fsynced and renamed to its final name, then every directory fsynced; the queues
+        written, in (topic, queue id) order."""
+        self._flush()
+        out = sorted((q[2] for q in self._queues.values() if q is not None and q[1]),
+                     key=lambda r: (r.topic, r.queue_id))
+        for r in out:
+            directory = self.files.batch_queue_dir(r.topic, r.queue_id)
+            for name in r.files:
+                publish(temporary(directory / name), directory / name, sync_dir=False)
+        if out:
+            fsync_dirs(self.files.batch_consumequeue_dir)
+        return out
 
 
 class LmqSkips:
@@ -619,7 +686,7 @@ class LmqSkips:
         self.physical: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
 
-    def add(self, window: DispatchWindow) -> None:
+    def add(self, window: DispatchWindow, topics: list[str] | None = None) -> None:
         if window.lmq_skip_row is not None and len(window.lmq_skip_row):
             self.physical.append(window.physical_offset[window.lmq_skip_row])
             self.codes.append(window.lmq_skip_code)

@@ -36,7 +36,14 @@ BATCH_CQ = "BatchCQ"
 
 
 class BatchQueueError(ValueError):
-    """A record whose INNER_NUM or INNER_BASE RocketMQ cannot parse (its dispatch throws): named by offset."""
+    """A record whose INNER_NUM or INNER_BASE RocketMQ cannot parse (its dispatch throws): named by offset.
+    ``rank``: (property, kind, physical offset), the smallest being the error ``expected_queues`` of the whole
+    log raises (INNER_NUM before INNER_BASE, not a number before out of range, then the first record): so the
+    errors of a log's parts (the Spark jobs' tasks) give the whole log's."""
+
+    def __init__(self, message: str, rank: tuple[int, int, int] = (0, 0, 0)):
+        super().__init__(message)
+        self.rank = rank
 
 
 def batch_topics(files: StoreMap) -> frozenset[str]:
@@ -74,11 +81,13 @@ def _parsed(values: pa.Array, what: str, offsets: np.ndarray, bits: int) -> np.n
         bad = np.flatnonzero(~pc.fill_null(pc.match_substring_regex(digits, r"^[+-]?[0-9]+$"), False)
                              .to_numpy(zero_copy_only=False))
         raise BatchQueueError(f"{what} of the record at physical offset {int(offsets[bad[0]]) if len(bad) else '?'} "
-                              f"is not a number: RocketMQ's dispatch cannot parse it") from None
+                              f"is not a number: RocketMQ's dispatch cannot parse it",
+                              (int(bits == 64), 0, int(offsets[bad[0]]) if len(bad) else 1 << 62)) from None
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     out = np.flatnonzero((parsed < lo) | (parsed > hi))
     if len(out):
-        raise BatchQueueError(f"{what} of the record at physical offset {int(offsets[out[0]])} is out of range")
+        raise BatchQueueError(f"{what} of the record at physical offset {int(offsets[out[0]])} is out of range",
+                              (int(bits == 64), 1, int(offsets[out[0]])))
     return parsed
 
 
@@ -96,41 +105,54 @@ def base_and_size(records: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     return np.where(both, inner_base, records["queue_offset"].to_numpy()), np.where(both, inner_num, 1)
 
 
-def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueue]:
-    """The BatchConsumeQueues RocketMQ's dispatch of ``records`` (UNIT_COLUMNS, any row order) writes for
-    ``topics``, in (topic, queue id) order."""
+def dispatched_units(records: pa.Table, topics: frozenset[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The units RocketMQ's dispatch of ``records`` (UNIT_COLUMNS, any row order) requests for ``topics``, in
+    dispatch order, the requests it drops left out but not yet the records at or below their queue's last
+    physical offset (``redispatched``): (topic names, per unit its topic as an index into them, its queue id,
+    the units as ``batchconsumequeue.UNIT_DTYPE``). Raises ``BatchQueueError``."""
+    empty = ([], np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, batchconsumequeue.UNIT_DTYPE))
     if not topics or not records.num_rows:
-        return []
+        return empty
     queued = records.filter(pc.and_(pa.array(kernel.QUEUED[_type_index(records["transaction_type"])]),
                                     pc.is_in(records["topic"], value_set=pa.array(sorted(topics)))))
     queued = sort_for_dispatch(queued)
     if not queued.num_rows:
-        return []
+        return empty
     physical = queued["physical_offset"].to_numpy()
     base_offset, batch_size = base_and_size(queued)
-    keep = (base_offset >= 0) & (batch_size >= 0)
+    keep = np.flatnonzero((base_offset >= 0) & (batch_size >= 0))
     stamps = pc.cast(queued["store_timestamp"], pa.int64()).to_numpy(zero_copy_only=False) // 1000
-    columns = {"physical_offset": physical, "size": queued["total_size"].to_numpy(),
-               "tags_code": queued["tags_code"].to_numpy(), "store_timestamp": stamps, "base_offset": base_offset,
-               "batch_size": batch_size}
+    units = np.frombuffer(batchconsumequeue.encode_units(
+        physical[keep], queued["total_size"].to_numpy()[keep], queued["tags_code"].to_numpy()[keep], stamps[keep],
+        base_offset[keep], batch_size[keep]), dtype=batchconsumequeue.UNIT_DTYPE)
     topic_codes = pc.dictionary_encode(queued["topic"]).combine_chunks()
-    key = queue_keys(topic_codes.indices.to_numpy(), queued["queue_id"].to_numpy())
-    names = topic_codes.dictionary.to_pylist()
-    rows = np.flatnonzero(keep)
-    order = rows[np.argsort(key[rows], kind="stable")]
+    return (topic_codes.dictionary.to_pylist(), topic_codes.indices.to_numpy()[keep].astype(np.int64),
+            queued["queue_id"].to_numpy()[keep], units)
+
+
+def redispatched(physical: np.ndarray, last: int = -1) -> np.ndarray:
+    """Which units of one queue (their physical offsets in dispatch order) RocketMQ skips: at or below the last
+    physical offset the queue holds (``last`` before these: -1 for none)."""
+    if not len(physical):
+        return np.zeros(0, bool)
+    return physical <= np.maximum.accumulate(np.r_[last, physical[:-1]])
+
+
+def expected_queues(records: pa.Table, topics: frozenset[str]) -> list[BatchQueue]:
+    """The BatchConsumeQueues RocketMQ's dispatch of ``records`` (UNIT_COLUMNS, any row order) writes for
+    ``topics``, in (topic, queue id) order."""
+    names, topic, queue_id, units = dispatched_units(records, topics)
+    key = queue_keys(topic, queue_id)
+    order = np.argsort(key, kind="stable")
     key = key[order]
     out = []
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
     for start, stop in zip(starts, np.r_[starts[1:], len(key)]):
         at = order[start:stop]
-        p = physical[at]
         # a record at or below the last unit's physical offset is skipped (already dispatched)
-        at = at[np.r_[True, p[1:] > np.maximum.accumulate(p)[:-1]]]
-        units = np.frombuffer(batchconsumequeue.encode_units(*(columns[c][at] for c in (
-            "physical_offset", "size", "tags_code", "store_timestamp", "base_offset", "batch_size"))),
-            dtype=batchconsumequeue.UNIT_DTYPE)
-        topic, queue_id = queue_of(key[start])
-        out.append(BatchQueue(names[topic], queue_id, units))
+        at = at[~redispatched(units["physical_offset"][at].astype(np.int64))]
+        t, q = queue_of(key[start])
+        out.append(BatchQueue(names[t], q, units[at]))
     return sorted(out, key=lambda q: (q.topic, q.queue_id))
 
 
@@ -141,26 +163,48 @@ def dispatched_records(layout, topics: frozenset[str], physical: np.ndarray | No
     — only those at the physical offsets ``physical`` (sorted) where given: what a restart dispatches —, read
     window by window (memory holds these topics' records only; the reading's findings are the caller's other
     pass's); ``columns``: those instead (``topic`` and ``physical_offset`` among them)."""
+    decoder = _decoder(columns, message_delay_level)
+    windows = _windows(layout, decoder, lo, hi) if topics else iter(())
+    return pa.Table.from_batches(list(_selected(windows, topics, physical, columns, lo, hi)),
+                                 schema=arrow_schema(columns))
+
+
+def range_records(ranges, topics: frozenset[str], physical: np.ndarray, message_delay_level: str | None = None,
+                  columns: tuple[str, ...] = UNIT_COLUMNS):
+    """``dispatched_records`` of CommitLog byte ranges ((path, base offset, start, end, followed[, where the next
+    segment lies]), in CommitLog order: a Spark scan task's), a batch per window read (executor: memory holds
+    one window)."""
+    decoder = _decoder(columns, message_delay_level)
+    windows = (decoded for path, base, start, end, followed, *next_path in ranges
+               for decoded in SegmentReader(path, base, decoder, start, end, followed=followed,
+                                            next_path=next_path[0] if next_path else None))
+    return _selected(windows if topics else iter(()), topics, physical, columns)
+
+
+def _decoder(columns, message_delay_level: str | None) -> RecordDecoder:
+    return RecordDecoder([n for n in columns if n in DECODED],
+                         **({"message_delay_level": message_delay_level} if message_delay_level else {}))
+
+
+def _selected(windows, topics: frozenset[str], physical: np.ndarray | None, columns, lo: int = 0,
+              hi: int | None = None):
+    """The rows of ``topics`` (at ``physical`` where given, in [lo, hi)) of each decoded window, as batches of
+    ``columns``."""
     schema = arrow_schema(columns)
-    decoder = RecordDecoder([n for n in columns if n in DECODED],
-                            **({"message_delay_level": message_delay_level} if message_delay_level else {}))
     wanted = pa.array(sorted(topics), pa.string())
-    batches = []
-    if topics:
-        for decoded in _windows(layout, decoder, lo, hi):
-            batch = decoded.select(schema)
-            keep = pc.is_in(batch["topic"], value_set=wanted)
-            if lo or hi is not None:
-                keep = pc.and_(keep, pc.and_(pc.greater_equal(batch["physical_offset"], lo),
-                                             pc.less(batch["physical_offset"], hi if hi is not None else 1 << 62)))
-            if physical is not None:
-                phy = batch["physical_offset"].to_numpy(zero_copy_only=False)
-                k = np.minimum(np.searchsorted(physical, phy), max(len(physical) - 1, 0))
-                at = (physical[k] == phy) if len(physical) else np.zeros(len(phy), bool)
-                keep = pc.and_(keep, pa.array(at))
-            if pc.any(keep).as_py():
-                batches.append(batch.filter(keep))
-    return pa.Table.from_batches(batches, schema=schema)
+    for decoded in windows:
+        batch = decoded.select(schema)
+        keep = pc.is_in(batch["topic"], value_set=wanted)
+        if lo or hi is not None:
+            keep = pc.and_(keep, pc.and_(pc.greater_equal(batch["physical_offset"], lo),
+                                         pc.less(batch["physical_offset"], hi if hi is not None else 1 << 62)))
+        if physical is not None:
+            phy = batch["physical_offset"].to_numpy(zero_copy_only=False)
+            k = np.minimum(np.searchsorted(physical, phy), max(len(physical) - 1, 0))
+            at = (physical[k] == phy) if len(physical) else np.zeros(len(phy), bool)
+            keep = pc.and_(keep, pa.array(at))
+        if pc.any(keep).as_py():
+            yield batch.filter(keep)
 
 
 def _windows(layout, decoder: RecordDecoder, lo: int, hi: int | None):

@@ -5,7 +5,10 @@ in-process ``verify.store``, distributed.
    checks in the Python workers; only verdicts and findings come back, never bodies.
 2. ``rocketmq`` reads the dispatch columns; the records that get a ConsumeQueue entry are grouped by store,
    topic and queue, co-grouped with the queue directories the driver listed (a queue without records, or
-   records without a queue, still meet), and each group is checked in one task (``verify.queues``).
+   records without a queue, still meet), and each group is checked in one task (``verify.queues``). The
+   records of BatchCQ topics (5.x ``queue.type=BatchCQ``) are left out: read again with their properties, they
+   are grouped by queue and co-grouped with the ``batchconsumequeue/`` directories, each queue's units checked
+   in one task (``verify.batch_queues``), on the stores that have such directories.
 3. One task per IndexFile (``verify.index``): it reads the CommitLog range the file covers.
 4. On the driver, small reads: checkpoint, abort and lock (``verify.state``), consumer offsets against the
    queue bounds of step 2 (``verify.offsets``).
@@ -32,10 +35,12 @@ from rocketstore_spark.datasource.schemas import struct
 from rocketstore_spark.documents import header
 from rocketstore_spark.findings import FIELDS, Finding, Severity, finding
 from rocketstore_spark.rocketmq import dispatch
+from rocketstore_spark.rocketmq.batch_queues import batch_topics
 from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
+from rocketstore_spark.verify.batch_queues import not_batch_topic
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
@@ -172,6 +177,12 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         rep.queues.append({k: v for k, v in row.items() if k != "findings"})
 
     lap("ConsumeQueues")
+    # 2b. BatchConsumeQueues (5.x BatchCQ topics), the stores that have them
+    batch = _batch_queues(spark, layouts, settings, contexts, split_size)
+    for name, found in batch.items():
+        reports[name].findings += found
+    if batch:
+        lap("BatchConsumeQueues")
     # 3. IndexFiles
     for row in _index(spark, layouts, settings, contexts):
         reports[row["store"]].index_files += 1
@@ -208,8 +219,8 @@ def _reads(layouts, load_paths) -> list[tuple[list[str], dict]]:
         for layout, p in zip(layouts, load_paths) if layout.files.commitlog_dirs]
 
 
-def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
-    from pyspark.sql import functions as F
+def _records(spark, layouts, settings, contexts, split_size, columns: str):
+    """The ``columns`` (DDL) of every record of ``layouts``' logs, one read per delay-level setting and log kind."""
     by_delay: dict[str, list] = {}
     for layout in layouts:
         by_delay.setdefault(settings[layout.name].message_delay_level, []).append(layout)
@@ -218,9 +229,29 @@ def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
         for load, dirs in _reads(group, [contexts[layout.name].path for layout in group]):
             r = spark.read.format("rocketmq").option("messageDelayLevel", delay).options(**dirs)
             r = r.option("splitSize", str(split_size)) if split_size else r
-            df = r.schema(RECORD_COLUMNS).option("paths", ",".join(load)).load()
+            df = r.schema(columns).option("paths", ",".join(load)).load()
             records = df if records is None else records.unionByName(df)
+    return records
+
+
+def _of_topics(topics: dict[str, frozenset[str]]):
+    """The Spark condition: a record of one of ``topics[store]`` (none: false)."""
+    from pyspark.sql import functions as F
+    cond = F.lit(False)
+    for store, names in topics.items():
+        if names:
+            cond = cond | ((F.col("store") == store) & F.col("topic").isin(*sorted(names)))
+    return cond
+
+
+def _queues(spark, layouts, settings, contexts, split_size) -> list[dict]:
+    from pyspark.sql import functions as F
+    records = _records(spark, layouts, settings, contexts, split_size, RECORD_COLUMNS)
     records = records.where(F.col("transaction_type").isin(*dispatch.QUEUED_TYPES)).drop("transaction_type")
+    # a BatchCQ topic's records go to its BatchConsumeQueue (``_batch_queues``), not to consumequeue/
+    batch = {layout.name: batch_topics(layout.files) for layout in layouts if layout.files.root is not None}
+    if any(batch.values()):
+        records = records.where(~_of_topics(batch))
     multi = [layout for layout in layouts if lmq_mode(settings[layout.name])]
     if multi:
         # the entries LMQ multi-dispatch adds (codec.lmq): met by their %LMQ% queue as its records are
@@ -302,6 +333,64 @@ def _lmq_entries(spark, layouts, settings, split_size):
 
     frame = spark.createDataFrame(specs, LMQ_SPEC)
     return frame.repartition(max(1, len(specs))).mapInArrow(scan, RECORD_COLUMNS.rsplit(", ", 1)[0])
+
+
+BATCH_COLUMNS = RECORD_COLUMNS + ", store_timestamp TIMESTAMP, properties MAP<STRING, STRING>"
+BATCH_RESULT = "store STRING, findings ARRAY<STRING>, error STRING, error_rank ARRAY<BIGINT>"
+BATCH_ARROW = to_arrow_schema(struct(BATCH_RESULT))
+
+
+def _batch_queues(spark, layouts, settings, contexts, split_size) -> dict[str, list[Finding]]:
+    """The BatchConsumeQueue findings of each of ``layouts``' stores that has ``batchconsumequeue/`` directories
+    (``verify.batch_queues``: what ``rocketstore verify`` finds), a queue per task: the records of its BatchCQ
+    topics (config/topics.json) grouped by queue and co-grouped with the queue directories the driver listed,
+    each group's units computed as RocketMQ's dispatch writes them and compared with the directory's
+    (``compare_queue``). A property RocketMQ cannot parse is the store's one finding, as in-process: the tasks'
+    errors ranked (``BatchQueueError.rank``) give the whole log's first."""
+    topics, dirs, found = {}, [], {}
+    for layout in layouts:
+        queues = layout.files.batch_queue_dirs() if layout.files.root is not None else []
+        if not queues:
+            continue
+        topics[layout.name], found[layout.name] = batch_topics(layout.files), []
+        for topic, queue_id, qdir in queues:
+            if topic in topics[layout.name]:
+                dirs.append((layout.name, topic, queue_id, str(qdir)))
+            else:
+                found[layout.name].append(not_batch_topic(layout.files, topic, queue_id, qdir))
+    reading = [layout for layout in layouts if topics.get(layout.name)]
+    if not reading:
+        return found
+    records = _records(spark, reading, settings, contexts, split_size, BATCH_COLUMNS).where(_of_topics(topics))
+    queue_dirs = spark.createDataFrame(dirs, "store STRING, topic STRING, queue_id INT, dir STRING")
+    ctx = contexts
+
+    def check(left: pa.Table, right: pa.Table) -> pa.Table:
+        from rocketstore_spark.rocketmq.batch_queues import BatchQueueError, expected_queues
+        from rocketstore_spark.store.layout import StoreMap
+        from rocketstore_spark.verify.batch_queues import compare_queue, unparsable
+        one = left if left.num_rows else right
+        store, topic, queue_id = (one[c][0].as_py() for c in ("store", "topic", "queue_id"))
+        files = StoreMap.of_root(ctx[store].root)
+        row = {"store": store, "findings": [], "error": None, "error_rank": None}
+        try:
+            want = expected_queues(left, frozenset([topic])) if left.num_rows else []
+        except BatchQueueError as e:
+            row.update(error=unparsable(files, e).to_json(), error_rank=list(e.rank))
+        else:
+            if right.num_rows:
+                row["findings"] = [f.to_json() for f in compare_queue(files, topic, queue_id, right["dir"][0].as_py(),
+                                                                       want[0].units if want else None)]
+        return pa.Table.from_pylist([row], schema=BATCH_ARROW)
+
+    keys = ["store", "topic", "queue_id"]
+    rows = records.groupBy(*keys).cogroup(queue_dirs.groupBy(*keys)).applyInArrow(check, BATCH_RESULT).collect()
+    for layout in reading:
+        mine = [r for r in rows if r.store == layout.name]
+        errors = [(tuple(r.error_rank), r.error) for r in mine if r.error is not None]
+        found[layout.name] = [Finding.from_row(json.loads(min(errors)[1]))] if errors else \
+            found[layout.name] + [Finding.from_row(json.loads(f)) for r in mine for f in r.findings]
+    return found
 
 
 def _index(spark, layouts, settings, contexts) -> list[dict]:

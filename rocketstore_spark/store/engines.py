@@ -33,8 +33,9 @@ exports and system-topic views by queue —, a rebuild, a repair).
 
 BatchConsumeQueues (``batchconsumequeue/``, 5.x topics with ``queue.type=BatchCQ``) are read, rebuilt, checked
 and their restart predicted in-process (``rebuild.output``, ``verify.store``, ``recovery.report`` allow the engine
-by name: ``BATCH_ENGINE``) and repaired (``recovery.plan``/``apply`` cut them with the log as RocketMQ 5.5.1's
-restart does); the Spark jobs refuse them (``BATCH_REFUSED``).
+by name: ``BATCH_ENGINE``), rebuilt and checked by the Spark jobs (``spark.rebuild``, ``spark.verify``)
+and repaired (``recovery.plan``/``apply`` cut them with the log as RocketMQ 5.5.1's restart does); a
+caller that does not allow the engine by name refuses them (``BATCH_REFUSED``: none left).
 
 Until an engine is read as RocketMQ reads it, ``detect`` reports it (``store.unsupported_engine``, an error naming
 the evidence and what is refused); an engine we do read, with some work still not mirrored — a DLedger
@@ -110,17 +111,19 @@ BATCH_ENGINE = "batch ConsumeQueue"
 #: in-process (rebuild.output.rebuild_store, verify.store, recovery.report allow the engine by name): the rebuild
 #: writes batchconsumequeue/ beside consumequeue/, verify checks both (the BatchCQ topics' records are not
 #: expected in consumequeue/), the recovery report follows RocketMQ 5.5.1's restart of both
-#: (rocketmq.batch_recovery) and the repair cuts batchconsumequeue/ with the log as that restart does
-#: (recovery.plan's cut_batch_queues); the Spark rebuild and verify jobs refuse
+#: (rocketmq.batch_recovery), the Spark rebuild and verify jobs do the same (spark.rebuild, spark.verify)
+#: and the repair cuts batchconsumequeue/ with the log as that restart does (recovery.plan's
+#: cut_batch_queues)
 _BATCH_QUEUE_READS = ("units read (rocketmq_batchconsumequeue), inner batches unwrapped (rocketmq option unwrapBatches); "
                       "`rocketstore rebuild` writes batchconsumequeue/ for the BatchCQ topics and consumequeue/ for the "
                       "others, `rocketstore verify` and `audit` check both (batchcq.*, queue.*), `rocketstore recover "
                       "report` follows RocketMQ's restart of both, `recover plan`/`apply` cut batchconsumequeue/ "
-                      "with the log as that restart does")
-_BATCH_WHY = ("the Spark jobs do not keep the BatchCQ topics' records out of consumequeue/; `rocketstore rebuild`, "
-              "`verify`, `audit`, `recover report` and `recover plan`/`apply` follow these queues in-process")
-BATCH_REFUSED = "the Spark rebuild and verify jobs"
-#: what the BatchConsumeQueues still refuse: the Spark jobs' work (the in-process callers allow BATCH_ENGINE)
+                      "with the log as that restart does; the Spark rebuild and verify jobs do the same")
+_BATCH_WHY = ("a caller that does not follow batchconsumequeue/ would expect the BatchCQ topics' records in "
+              "consumequeue/; `rocketstore rebuild`, `verify`, `audit`, `recover report`, `recover plan`/`apply` "
+              "and the Spark rebuild and verify jobs follow these queues")
+BATCH_REFUSED = "nothing"
+#: the work a caller that does not allow BATCH_ENGINE by name refuses (every caller here allows it)
 _BATCH_REFUSES = frozenset({Work.CHECK_QUEUES, Work.REBUILD, Work.RECOVER})
 
 # what every entry of a classic store root is (anything else is store.unknown_entry)
@@ -275,7 +278,8 @@ def _from_files(root: Path, out: Engines) -> None:
                 frozenset({Work.READ_INDEX, Work.REPAIR}), root / "rocksdbstore")
     batch = root / "batchconsumequeue"
     if batch.is_dir() and any(batch.iterdir()):
-        # read (BATCH_ENGINE); the work refused here is what the Spark jobs still refuse
+        # read (BATCH_ENGINE); the work refused here is done by callers that allow the engine by name (the
+        # rebuilds, the checks, the recovery report, the repair)
         out.add(BATCH_ENGINE, "batchconsumequeue/ (topics with queue.type=BatchCQ)",
                 _BATCH_REFUSES, batch, _BATCH_QUEUE_READS, read=True, still=BATCH_REFUSED,
                 why=_BATCH_WHY)

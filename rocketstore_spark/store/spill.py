@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rocketstore_spark.codec import batchconsumequeue
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.store.scan import segment_audit, summarize
@@ -31,6 +32,9 @@ SPILL_DIR = ".rebuild-spill"
 # size, tagsCode
 ENTRY_SPILL = np.dtype([("topic", "<i4"), ("queue_id", "<i4"), ("queue_offset", "<i8"), ("physical_offset", "<i8"),
                         ("size", "<i4"), ("tags_code", "<i8")])
+# one BatchConsumeQueue unit (5.x BatchCQ topics, the Spark rebuild's): its topic (an index into the store's BatchCQ
+# topics, sorted), queue id, the unit as written
+BATCH_SPILL = np.dtype([("topic", "<i4"), ("queue_id", "<i4"), ("unit", batchconsumequeue.UNIT_DTYPE)])
 # one IndexFile key: index hash, physical offset, store time (ms)
 KEY_SPILL = np.dtype([("key_hash", "<i4"), ("physical_offset", "<i8"), ("store_timestamp", "<i8")])
 READ_ROWS = 1 << 20                  # spill records read at a time: bounds a writing task's memory
@@ -38,6 +42,10 @@ READ_ROWS = 1 << 20                  # spill records read at a time: bounds a wr
 
 def entries_path(spill: Path, task: int, group: int) -> Path:
     return spill / f"entries-{task:06d}-{group:04d}"
+
+
+def batch_path(spill: Path, task: int, group: int) -> Path:
+    return spill / f"batch-{task:06d}-{group:04d}"
 
 
 def keys_path(spill: Path, task: int) -> Path:
@@ -59,8 +67,8 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
     ``key_floor``: the physical offset of the last key put before these ranges (records dispatched again: the
     IndexFile takes no key below it, ``IndexService.buildIndex``). ``lmq``: the LMQ multi-dispatch entries too
     (``DispatchDecoder``'s); ``batch_topics``: BatchCQ topics, whose records get no entry; ``each_window``:
-    called with every window read (the Spark rebuild's findings of multi-dispatch RocketMQ passes over,
-    ``rebuild.output.LmqSkips``). ``scans``: the same walk also scans each range as ``store.scan.scan_segment``
+    called with every window read and the decoder's topics (the Spark rebuild's findings of multi-dispatch
+    RocketMQ passes over, ``rebuild.output.LmqSkips``, and its BatchCQ records, ``rebuild.output.BatchSeen``). ``scans``: the same walk also scans each range as ``store.scan.scan_segment``
     does (BODYCRC with ``check_crc``, ``__CRC32#`` and store times: ``DispatchDecoder``'s ``audit``), its
     ``SegmentSummary`` appended to ``scans`` with its reader's findings (which the returned findings then leave
     out). ``started``: called with each range's index and the file position of each window its reading walks
@@ -84,7 +92,7 @@ def scan_range(ranges, spill: Path, task: int, groups: int, message_delay_level:
                 for decoded in reader:
                     w = decoded.batch
                     if each_window is not None:
-                        each_window(w)
+                        each_window(w, decoder.topics)
                     topic_hashes += decoder.topic_hashes[len(topic_hashes):]
                     # the queued records in group order (stable: CommitLog order within a group), each column
                     # gathered on its own — a gather of the packed 36-byte rows is several times slower

@@ -4,7 +4,8 @@ RocketMQ 5.x's dispatch writes for the log (``rocketmq.batch_queues.expected_que
 a unit that differs is ``batchcq.unit_mismatch``, units beyond the expected ones ``batchcq.extra_unit``, expected
 units missing at the queue's end ``batchcq.lagging``; a directory for a topic the config does not give
 ``queue.type=BatchCQ`` is ``batchcq.not_batch_topic``. The log is decoded once, the columns
-``batch_queues.UNIT_COLUMNS`` of every record (Arrow, no per-message Python); memory holds those columns.
+``batch_queues.UNIT_COLUMNS`` of every record (Arrow, no per-message Python); memory holds those columns. The
+Spark verify (``spark.verify``) makes the same checks a queue per task.
 """
 from __future__ import annotations
 
@@ -31,20 +32,31 @@ def check_batch_queues(path, files: StoreMap) -> list[Finding]:
     try:
         expected = {(q.topic, q.queue_id): q.units for q in expected_queues(records, topics)}
     except BatchQueueError as e:
-        return [finding("batchcq.unit_mismatch", files.relative(files.batch_consumequeue_dir), None, str(e))]
+        return [unparsable(files, e)]
     for topic, queue_id, qdir in dirs:
         if topic not in topics:
-            findings.append(finding("batchcq.not_batch_topic", files.relative(qdir), None,
-                                    f"{topic} has no queue.type=BatchCQ in config/topics.json: RocketMQ's load "
-                                    f"throws for this queue (\"The queue type of topic: {topic} should be BatchCQ, "
-                                    f"but is SimpleCQ\") and the broker does not start",
-                                    topic=topic, queue_id=queue_id))
+            findings.append(not_batch_topic(files, topic, queue_id, qdir))
             continue
-        findings += _compare(files, topic, queue_id, str(qdir), expected.get((topic, queue_id)))
+        findings += compare_queue(files, topic, queue_id, str(qdir), expected.get((topic, queue_id)))
     return findings
 
 
-def _compare(files: StoreMap, topic: str, queue_id: int, qdir: str, want: np.ndarray | None) -> list[Finding]:
+def unparsable(files: StoreMap, error: BatchQueueError) -> Finding:
+    """The one finding of a log whose INNER_NUM or INNER_BASE RocketMQ's dispatch cannot parse."""
+    return finding("batchcq.unit_mismatch", files.relative(files.batch_consumequeue_dir), None, str(error))
+
+
+def not_batch_topic(files: StoreMap, topic: str, queue_id: int, qdir) -> Finding:
+    """A BatchConsumeQueue directory of a topic the config does not give queue.type=BatchCQ."""
+    return finding("batchcq.not_batch_topic", files.relative(qdir), None,
+                   f"{topic} has no queue.type=BatchCQ in config/topics.json: RocketMQ's load "
+                   f"throws for this queue (\"The queue type of topic: {topic} should be BatchCQ, "
+                   f"but is SimpleCQ\") and the broker does not start", topic=topic, queue_id=queue_id)
+
+
+def compare_queue(files: StoreMap, topic: str, queue_id: int, qdir: str, want: np.ndarray | None) -> list[Finding]:
+    """One queue's units on disk (``qdir``) against ``want``, the units RocketMQ's dispatch writes (None: none),
+    unit by unit (module docstring); runs wherever called (driver, CLI, a Spark verify task)."""
     want = want if want is not None else np.zeros(0, dtype=batchconsumequeue.UNIT_DTYPE)
     out: list[Finding] = []
     k = 0

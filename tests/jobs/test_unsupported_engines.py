@@ -19,15 +19,6 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 @pytest.fixture(scope="module")
-def batched(tmp_path_factory) -> Path:
-    """A store with batch ConsumeQueues beside its classic files: the Spark rebuild does not write them (the
-    in-process rebuild does: tests/rebuild/test_batch_queues.py)."""
-    store = copy_store(BY_ID["5.5.1/corrupt-body"].store, tmp_path_factory.mktemp("batch") / "store")
-    (store / "batchconsumequeue" / "T" / "0").mkdir(parents=True)
-    return store
-
-
-@pytest.fixture(scope="module")
 def two_ledgers(tmp_path_factory) -> Path:
     """A store with two DLedger directories: which one is this broker's log is not known, so nothing about its
     restart can be said."""
@@ -40,11 +31,9 @@ def two_ledgers(tmp_path_factory) -> Path:
 # store_summary and verify read such a store's log (verify skips the queue and index checks it refuses);
 # these follow what is not mirrored
 @pytest.mark.parametrize("job,extra,engine", [("recovery_report", [], "DLedger CommitLog"),
-                                              ("rebuild", ["--output", "{tmp}/rebuilt"], "batch ConsumeQueue")])
-def test_a_job_refuses_a_store_of_another_engine_before_spark_starts(batched, two_ledgers, tmp_path, job, extra,
-                                                                     engine):
-    store = two_ledgers if job == "recovery_report" else batched
-    argv = [sys.executable, f"jobs/{job}.py", "--store", str(store), *(a.format(tmp=tmp_path) for a in extra)]
+                                              ("rebuild", ["--output", "{tmp}/rebuilt"], "DLedger CommitLog")])
+def test_a_job_refuses_a_store_of_another_engine_before_spark_starts(two_ledgers, tmp_path, job, extra, engine):
+    argv = [sys.executable, f"jobs/{job}.py", "--store", str(two_ledgers), *(a.format(tmp=tmp_path) for a in extra)]
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"{job}: ") and f"the store uses {engine}" in proc.stderr
@@ -66,3 +55,14 @@ def test_the_recovery_report_job_follows_the_engines_the_report_follows(golden, 
     for doc in (ours, theirs):
         doc.pop("generated_at", None)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("scenario", ["clean", "crash"])
+def test_the_rebuild_and_verify_jobs_allow_batch_cq_stores(scenario, tmp_path):
+    """The Spark rebuild and verify follow BatchCQ as the CLI does (tests/jobs/test_batchcq_jobs.py): their checks
+    before Spark starts let RocketMQ's BatchCQ stores through (they exit 2 on a refusal)."""
+    from jobs import rebuild, verify
+    store = str(GOLDEN / "batchcq-5.5.1" / scenario / "store")
+    rebuild.check(["--store", store, "--output", str(tmp_path / "rebuilt")])
+    verify.check(["--store", store])
+    assert not (tmp_path / "rebuilt").exists()

@@ -134,8 +134,8 @@ def test_batch_consume_queues_refuse_the_dispatch_checks(tmp_path):
 
 def test_a_batch_cq_store_reads_and_still_refuses_what_is_not_mirrored():
     # RocketMQ 5.5.1's own BatchCQ store: its log and units read; the queue checks and the rebuild are done by
-    # the callers that allow the engine by name (verify.store, rebuild.output), refused to any other (the Spark
-    # jobs); the repair cuts them (recovery.plan/apply: tests/recovery/test_repair_batchcq.py)
+    # the callers that allow the engine by name (verify.store, rebuild.output, spark.rebuild); the repair cuts
+    # them (recovery.plan/apply: tests/recovery/test_repair_batchcq.py)
     from tests.store.test_batchconsumequeue import store as golden
     layout = discover(str(golden("clean")))[0]
     for work in (Work.READ_COMMITLOG, Work.READ_QUEUES, Work.READ_QUEUE_UNITS, Work.READ_CONFIG):
