@@ -8,7 +8,13 @@ tests, its regeneration starts as soon as collection ends, at a lower priority (
 time, into a directory of its own; the test itself waits for it (``regeneration`` fixture) and then makes its
 checks on what it wrote, exactly as when it ran the command itself. A test run alone (or a session that
 reaches it before its regeneration started) just waits for the same command. Whatever is still running when the
-session ends is stopped, and the directories are removed.
+session ends is stopped, and the directories are removed. The terminal summary gives each regeneration's wall
+time and how long its test waited for it (what running it beside the suite saved: the difference).
+
+The test's only signal is the command's exit: it returns after every RocketMQ JVM it ran has exited and every
+manifest is written, so no store is read while RocketMQ writes it; a failed or killed run is a non-zero exit
+the test asserts on first. The checks read the fresh stores' own bytes (tests/golden/test_manifests.py
+segment_bytes is keyed by path: the fresh stores have the committed ones' ids).
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,6 +56,8 @@ class Regenerations:
         self.procs: list[subprocess.Popen] = []
         self.lock = threading.Lock()
         self.closed = False
+        self.seconds: dict[str, float] = {}       # name -> the regeneration's wall time
+        self.waited: dict[str, float] = {}        # name -> how long its test waited for it
 
     def start(self, name: str) -> Future:
         """``name``'s regeneration, submitted now unless it already was."""
@@ -67,12 +76,14 @@ class Regenerations:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)     # a process group: stopping it stops its JVMs
             self.procs.append(proc)
+        started = time.monotonic()
         try:
             stdout, stderr = proc.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             stdout, stderr = proc.communicate()
             stderr += f"\n(regeneration stopped after {TIMEOUT} s)"
+        self.seconds[name] = time.monotonic() - started
         return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), out
 
     def close(self) -> None:
@@ -103,6 +114,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             _regenerations(session.config).start(name)
 
 
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """What the background saved, in every CI log: each regeneration's wall time and its test's wait."""
+    regenerations = config.stash.get(_KEY, None)
+    for name, seconds in sorted(regenerations.seconds.items()) if regenerations else ():
+        waited = regenerations.waited.get(name)
+        terminalreporter.write_line(
+            f"golden regeneration for {name}: {seconds:.0f} s beside the other tests; "
+            + (f"the test waited {waited:.0f} s for it" if waited is not None else "its test did not run"))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _KEY in config.stash:
         config.stash[_KEY].close()
@@ -112,4 +133,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def regeneration(request) -> tuple[subprocess.CompletedProcess, Path]:
     """The finished regeneration of this test (``BACKGROUND``): the process (return code, stderr) and its
     ``--out`` directory."""
-    return _regenerations(request.config).start(request.node.name).result()
+    regenerations = _regenerations(request.config)
+    started = time.monotonic()
+    try:
+        return regenerations.start(request.node.name).result()
+    finally:
+        regenerations.waited[request.node.name] = time.monotonic() - started
