@@ -37,7 +37,7 @@ def test_codec_tests_pass_in_the_bounds_checked_mode():
 @pytest.mark.long
 def test_campaign_is_clean_in_the_bounds_checked_mode():
     proc = subprocess.run([sys.executable, "-m", "tests.fuzz.campaign", "--cases", str(CASES), "--seed", "20261127",
-                           "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY)],
+                           "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY), "--no-fsync"],
                           cwd=ROOT, env=CHECKED_ENV, capture_output=True, text=True, timeout=1800)
     result = json.loads(proc.stdout)
     print(f"checked mutation campaign: {result['cases']} cases ({result['tool_cases']} through the tools) in "

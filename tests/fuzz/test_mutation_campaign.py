@@ -22,7 +22,7 @@ TOOLS_EVERY = 5             # 400 of them also through verify, report, rebuild a
 @pytest.mark.long
 def test_campaign_through_the_pure_readers():
     proc = subprocess.run([sys.executable, "-m", "tests.fuzz.campaign", "--cases", str(CASES), "--seed", "20261123",
-                           "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY)],
+                           "--memory-gib", "8", "--tools-every", str(TOOLS_EVERY), "--no-fsync"],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800)
     result = json.loads(proc.stdout)
     print(f"mutation campaign: {result['cases']} cases ({result['tool_cases']} through the tools, "

@@ -26,6 +26,8 @@ Only the standard library is used: the ground truth must not depend on the codec
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -33,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -93,7 +96,27 @@ def require_tools() -> None:
 def build(version: str, rocksdb: bool = False, timers: bool = False) -> str:
     """Compile the generator against rocketmq-store ``version`` (``rocksdb``: with RocksDBGolden and the
     rocketmq-broker jar, pom profile "rocksdb"; ``timers``: with TimerGolden, pom profile "timers");
-    returns the runtime classpath."""
+    returns the runtime classpath. A build under tests/golden/generator/target/ newer than the pom and every
+    source is used as it is (a slow test may have built it already in this run: Maven takes 10-25 s a build);
+    one Maven build at a time, across processes too (a lock file under target/: Maven's local repository is not
+    safe for concurrent downloads, and the tests run regenerations beside serve_check's builds)."""
+    target = GENERATOR / "target"
+    target.mkdir(exist_ok=True)
+    built = target / (f"{version}-rocksdb" if rocksdb else f"{version}-timers" if timers else version)
+    stamp = built / "classpath.txt"
+    sources = [GENERATOR / "pom.xml", *(GENERATOR / "src").rglob("*.java")]
+    with open(target / ".maven.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = stamp.exists() and (built / "classes").is_dir() and \
+            stamp.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
+        if not fresh:
+            maven_build(version, rocksdb, timers)
+            stamp.touch()
+    return f"{built / 'classes'}{os.pathsep}{stamp.read_text().strip()}"
+
+
+def maven_build(version: str, rocksdb: bool, timers: bool) -> None:
+    """mvn package dependency:build-classpath for ``build``; a version Maven Central lacks is a GoldenError."""
     cmd = ["mvn", "-q", "-B", f"-Drocketmq.version={version}", *(["-Drocksdb"] if rocksdb else []),
            *(["-Dtimers"] if timers else []), "package", "dependency:build-classpath"]
     proc = subprocess.run(cmd, cwd=GENERATOR, capture_output=True, text=True)
@@ -103,13 +126,18 @@ def build(version: str, rocksdb: bool = False, timers: bool = False) -> str:
             raise GoldenError(f"RocketMQ {version} could not be resolved from Maven Central "
                               f"(org.apache.rocketmq:rocketmq-store:{version}). Is it a released version?\n{out[-2000:]}")
         raise GoldenError(f"building the generator for RocketMQ {version} failed:\n{out[-4000:]}")
-    target = GENERATOR / "target" / (f"{version}-rocksdb" if rocksdb else f"{version}-timers" if timers else version)
-    return f"{target / 'classes'}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
+
+
+#: at most this many generator JVMs at once (main sets it from --jobs; None: no limit). Most of a JVM run is
+#: start-up, RocketMQ's own waits (the 5.x shutdown sleeps 3 s, the cleaner starts a minute in) and the
+#: writer's pauses, so on two cores more runs than cores keep both busy.
+JVM_SLOTS: threading.Semaphore | None = None
 
 
 def run(classpath: str, *args: str, main: str = "io.rocketstore.golden.Generator") -> None:
     cmd = ["java", *JVM_OPTS, "-cp", classpath, main, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    with JVM_SLOTS or contextlib.nullcontext():
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[golden]")]
     for ln in lines:
         print("   ", ln, file=sys.stderr)
@@ -233,14 +261,18 @@ class VersionRun:
             print(f"== RocketMQ {self.version}: no enabledAppendPropCRC, no propcrc scenario", file=sys.stderr)
         return found
 
-    def inspect(self, store: Path) -> dict:
-        out = self.scratch / "inspect.json"
+    def inspect(self, store: Path, scratch: Path | None = None) -> dict:
+        """RocketMQ's decoding of ``store`` (``scratch``: a directory of this run's own, default the version's)."""
+        out = (scratch or self.scratch) / "inspect.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
         self.gen("inspect", "--store", str(store), "--out", str(out))
         return json.loads(out.read_text())
 
-    def recover(self, store: Path, keep: Path | None, rebuild: bool = False) -> dict:
-        out = self.scratch / "recover.json"
-        args = ["recover", "--store", str(store), "--work", str(self.scratch / "work"), "--out", str(out)]
+    def recover(self, store: Path, keep: Path | None, rebuild: bool = False, scratch: Path | None = None) -> dict:
+        scratch = scratch or self.scratch
+        out = scratch / "recover.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        args = ["recover", "--store", str(store), "--work", str(scratch / "work"), "--out", str(out)]
         if keep is not None:
             args += ["--keep", str(keep)]
         if rebuild:
@@ -264,11 +296,30 @@ class VersionRun:
         if not self.classpath:
             self.build()
 
+        # Each scenario's manifest (RocketMQ's inspect and recovery runs on it) starts as soon as its store is
+        # final, alongside the writes of the next stores: a manifest only reads its store (recovery runs on a
+        # copy) and writes under its own scenario folder and scratch directory.
+        with ThreadPoolExecutor(max_workers=16) as later:
+            scenarios = self.write_stores(later)
+            print(f"== RocketMQ {self.version}: manifests", file=sys.stderr)
+            for future in [spec["manifest"] for spec in scenarios.values()]:
+                future.result()
+        self.write_config()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        return list(scenarios)
+
+    def write_stores(self, later: ThreadPoolExecutor) -> dict[str, dict]:
+        """Every scenario's store, each manifest submitted to ``later`` once its store is final (in the spec's
+        "manifest"); returns the scenarios in order."""
         scenarios: dict[str, dict] = {}
 
-        def add(name: str, description: str, surgery=(), keep_recovery=False, rebuild=False, parent=None):
-            scenarios[name] = dict(description=description, surgery=list(surgery), keep_recovery=keep_recovery,
-                                   rebuild=rebuild, parent=parent)
+        def add(name: str, description: str, surgery=(), keep_recovery=False, rebuild=False, parent=None,
+                after=None):
+            """Scenario ``name``, its store final (``after``: once that future is done)."""
+            spec = dict(description=description, surgery=list(surgery), keep_recovery=keep_recovery,
+                        rebuild=rebuild, parent=parent)
+            scenarios[name] = spec
+            spec["manifest"] = later.submit(self.write_manifest, name, spec, after)
 
         print(f"== RocketMQ {self.version}: writing stores", file=sys.stderr)
         self.gen("write", "--store", str(self.store("clean")), "--mode", "clean")
@@ -326,27 +377,26 @@ class VersionRun:
             [{"action": "truncate_file", "file": str(victim.relative_to(cut)), "old_size": size, "new_size": size // 2}],
             keep_recovery=True, parent="clean")
 
-        # consumer offsets, over a store whose oldest segment RocketMQ's own cleaner expired
+        # consumer offsets, over a store whose oldest segment RocketMQ's own cleaner expired (its first run is a
+        # minute after start-up: the other stores are written meanwhile)
         offsets_store = self.copy("clean", "consumer-offsets")
-        self.gen("expire", "--store", str(offsets_store))
-        view = self.recover(offsets_store, keep=None)
-        self.gen("offsets", "--store", str(offsets_store), *self.offset_args(view))
+
+        def expire_and_offsets() -> None:
+            self.gen("expire", "--store", str(offsets_store))
+            view = self.recover(offsets_store, keep=None, scratch=self.scratch / "expire")
+            self.gen("offsets", "--store", str(offsets_store), *self.offset_args(view))
+
         add("consumer-offsets", "The clean store after RocketMQ's cleaner expired the oldest CommitLog segment "
                                 "(queue minimums moved), with config/consumerOffset.json (+ .bak) persisted by "
                                 "RocketMQ's ConfigManager: groups inside the range, caught up, beyond max, below min, "
-                                "and for a topic that does not exist.", parent="clean")
+                                "and for a topic that does not exist.", parent="clean",
+            after=later.submit(expire_and_offsets))
 
         if self.v5 and self.has_prop_crc():
             self.gen("write", "--store", str(self.store("propcrc")), "--mode", "propcrc")
             add("propcrc", "Written with enabledAppendPropCRC=true (every record ends with the __CRC32# "
                            "property), then shut down normally.", rebuild=True)
-
-        print(f"== RocketMQ {self.version}: manifests", file=sys.stderr)
-        for name, spec in scenarios.items():
-            self.write_manifest(name, spec)
-        self.write_config()
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        return list(scenarios)
+        return scenarios
 
     def zeroed_page_scenario(self, add, crash_view: dict) -> None:
         """zeroed-page: a lost dirty page, one 4 KiB page in the middle of the crash store's last segment zeroed."""
@@ -439,12 +489,16 @@ class VersionRun:
         put("NoSuchTopic", "golden_ghost", 1, 0)
         return args
 
-    def write_manifest(self, name: str, spec: dict) -> None:
+    def write_manifest(self, name: str, spec: dict, after=None) -> None:
+        """``name``'s manifest.json (``after``: a future its store waits for); scratch files under its own name."""
+        if after is not None:
+            after.result()
         store = self.store(name)
         scenario_dir = store.parent
-        inspected = self.inspect(store)
+        scratch = self.scratch / "scenarios" / name
+        inspected = self.inspect(store, scratch)
         keep = scenario_dir / "expected-recovery" if spec["keep_recovery"] else None
-        recovery = self.recover(store, keep)
+        recovery = self.recover(store, keep, scratch=scratch)
         manifest = {
             "scenario": name,
             "description": spec["description"],
@@ -471,7 +525,7 @@ class VersionRun:
         if keep is not None:
             manifest["expected"]["recovery"] = "expected-recovery"
         if spec["rebuild"]:
-            rebuild = self.recover(store, scenario_dir / "expected-rebuild", rebuild=True)
+            rebuild = self.recover(store, scenario_dir / "expected-rebuild", rebuild=True, scratch=scratch)
             manifest["expected"]["rebuild"] = "expected-rebuild"
             manifest["rebuild"] = {k: v for k, v in rebuild.items() if k not in ("rocketmq_version",)}
         (scenario_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
@@ -929,8 +983,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multipath", action="store_true",
                         help=f"only the multi-path CommitLog stores (multipath-{MULTIPATH_VERSION}/ under --out)")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="versions generated at once (each is a series of JVM runs; the builds stay one at a "
-                             "time, as Maven's local repository is not safe for concurrent downloads)")
+                        help="generator JVMs run at once (every version is in progress together, each starting as "
+                             "soon as its build is done; the builds stay one at a time, as Maven's local "
+                             "repository is not safe for concurrent downloads)")
     parser.add_argument("--dledger", action="store_true",
                         help=f"only the DLedger CommitLog stores (dledger-{DLEDGER_VERSION}/ under --out)")
     parser.add_argument("--rocksdb", action="store_true",
@@ -977,11 +1032,17 @@ def main(argv: list[str] | None = None) -> int:
                     names = run_version.config_only()
                     print(f"== RocketMQ {run_version.version}: {', '.join(names)}", file=sys.stderr)
                 return 0
-            for run_version in runs:
-                run_version.build()
-            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            global JVM_SLOTS
+            JVM_SLOTS = threading.BoundedSemaphore(max(1, args.jobs))
+            with ThreadPoolExecutor(max_workers=1) as builder, ThreadPoolExecutor(max_workers=len(runs)) as pool:
+                built = [builder.submit(run_version.build) for run_version in runs]
+
+                def generate(k: int) -> list[str]:
+                    built[k].result()
+                    return runs[k].generate()
+
                 # each version writes only under its own rocketmq-<version>/ and scratch directory
-                for run_version, names in zip(runs, pool.map(VersionRun.generate, runs)):
+                for run_version, names in zip(runs, pool.map(generate, range(len(runs)))):
                     print(f"== RocketMQ {run_version.version}: {', '.join(names)}", file=sys.stderr)
     except GoldenError as e:
         print(f"regenerate: {e}", file=sys.stderr)

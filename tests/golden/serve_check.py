@@ -22,7 +22,6 @@ rebuilt when a source is newer). Needs a JDK 17 and Maven, like regenerate.py.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import shutil
@@ -43,21 +42,9 @@ SETTINGS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlo
 def classpath(version: str, timers: bool = False, rocksdb: bool = False) -> str:
     """The generator's runtime classpath for RocketMQ ``version`` (``timers``: with TimerGolden, pom profile
     "timers"; ``rocksdb``: with the 5.5-only classes, profile "rocksdb"), built first when missing or older than a
-    source file (one build at a time: a lock file under target/)."""
+    source file (``regenerate.build``)."""
     regenerate.require_tools()
-    target = regenerate.GENERATOR / "target"
-    target.mkdir(exist_ok=True)
-    built = target / (f"{version}-timers" if timers else f"{version}-rocksdb" if rocksdb else version)
-    stamp = built / "classpath.txt"
-    sources = [regenerate.GENERATOR / "pom.xml", *(regenerate.GENERATOR / "src").rglob("*.java")]
-    with open(target / f".build-{built.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        fresh = stamp.exists() and (built / "classes").is_dir() and \
-            stamp.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
-        if not fresh:
-            regenerate.build(version, timers=timers, rocksdb=rocksdb)
-            stamp.touch()
-    return f"{built / 'classes'}{os.pathsep}{stamp.read_text().strip()}"
+    return regenerate.build(version, timers=timers, rocksdb=rocksdb)
 
 
 def settings_args(settings: dict | None, any_setting: bool = False) -> list[str]:
