@@ -311,3 +311,32 @@ def test_an_older_index_file_rewritten_in_place_with_its_time_put_back_has_its_s
     again = SlotCounts(first.found, identity=file_stat)
     assert again.slots(str(old), closed=True) is None is read_index_file(str(old)).geometry
     assert again.slots(paths[1], closed=True) == OPTIONS["maxHashSlotNum"]
+
+
+def test_the_recovery_report_takes_the_scrubs_scans_of_the_segments_it_scanned(tmp_path, monkeypatch):
+    """The recovery report's walk of the last segments takes the scans the scrub just made of them (BODYCRC
+    checked, as RocketMQ's recovery checks by default) rather than scanning them again: after growth with a body
+    damaged in the new part (a restart stops there), it scans none and says what the audit's says."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    last = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    body = data.rfind(bytes([84]) * 104)                    # message 84's body, the last one appended
+    assert body > 0
+    data[body] ^= 0xFF
+    last.write_bytes(bytes(data))
+    from rocketstore_spark.rocketmq import recovery
+    scanned = []
+    real = recovery.scan_segment
+    monkeypatch.setattr(recovery, "scan_segment", lambda path, *a, **k: scanned.append(path) or real(path, *a, **k))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    assert str(last.relative_to(store)) in {c["segment"] for c in entry["scrub"]["checked"]}
+    assert scanned == []
+    monkeypatch.setattr(recovery, "scan_segment", real)
+    want = audit(store)
+    assert "commitlog.body_crc" in {f["check"] for f in want["findings"]}
+    assert want["recovery"]["stop"]["reason"].startswith("BODYCRC") and want["recovery"]["commitlog_bytes_cut"]
+    same(entry, want)
