@@ -44,7 +44,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.indexes import SlotCounts
-from rocketstore_spark.store.layout import relative_name
+from rocketstore_spark.store.layout import listed_once, relative_name
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
@@ -136,7 +136,13 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
                  options: dict | None = None, broker_conf: str | None = None, work_dir: str | None = None,
                  scan=scan_here) -> ScrubRun:
     """Scrub each store against the state at ``state_path`` (created when missing; never under a store) and
-    save the new state; ``scan(tasks, runs)``: how the segment scans run (default ``scan_here``)."""
+    save the new state; ``scan(tasks, runs)``: how the segment scans run (default ``scan_here``). Each queue
+    directory is listed once a run (``store.layout.listed_once``)."""
+    with listed_once():
+        return _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan)
+
+
+def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan) -> ScrubRun:
     if rotation < 1:
         raise ValueError(f"--rotation {rotation}: must be 1 or more (runs per full rotation)")
     outside_stores(state_path, store_roots(layouts), "scrub state")

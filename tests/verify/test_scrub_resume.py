@@ -391,3 +391,25 @@ def test_the_queues_checked_on_in_one_pass_are_what_check_queue_gives_each(tmp_p
     # the pass answered for the queues without findings; check_queue for the others (never a clean one)
     assert len(left) == sum(compared), (left, compared)
     same(entry, audit(store))
+
+
+def test_a_scrub_run_lists_each_queue_directory_once(tmp_path, monkeypatch):
+    """The queue check, the state it records, the refusal, the recovery report and the settings each want every
+    queue directory's files: a run lists each once (``store.layout.listed_once``); outside a run a listing is
+    made afresh (a file added since shows)."""
+    from rocketstore_spark.store import layout as store_layout
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    listed = []
+    real = store_layout.StoreMap._queue_files
+    monkeypatch.setattr(store_layout.StoreMap, "_queue_files", staticmethod(lambda d: listed.append(str(d)) or real(d)))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed"
+    assert sorted(listed) == sorted({str(d) for d in (store / "consumequeue").glob("*/*")}), listed
+    same(entry, audit(store))
+    queue_dir = store / "consumequeue" / "TopicTest" / "1"
+    before = store_layout.StoreMap.queue_files(queue_dir)
+    (queue_dir / offset_name(10 ** 9)).write_bytes(bytes(OPTIONS["mappedFileSizeConsumeQueue"]))
+    assert len(store_layout.StoreMap.queue_files(queue_dir)) == len(before) + 1
