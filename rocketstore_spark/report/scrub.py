@@ -16,7 +16,9 @@ each queue checked on from its state, new, changed and newest IndexFiles checked
 that gives the whole check's findings, else whole (``verify_store``); the recovery report runs whole either
 way, but of the closed ConsumeQueue files (not their queue's last) it looked at last run it takes the summary
 kept in the state (``rocketmq.recovery.QueueFileReads``) when the file's size, modification and change times
-and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again). The
+and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again), and of
+the segments this run scanned it takes the scrub's scans (``QueueFeed.offer_scans``, as the audit hands it
+verify's) rather than scanning them again. The
 settings are resolved again likewise, each older IndexFile's inferred slot count taken from the state by the
 same rule (``store.indexes.SlotCounts``). On a live broker, whose queues, checkpoint and offsets change all
 the time, that is every night: resumed.
@@ -37,17 +39,17 @@ from rocketstore_spark.documents import json_text
 from rocketstore_spark.findings import Finding
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.report.audit import Audit, audit_entry
-from rocketstore_spark.rocketmq.recovery import QueueFileReads
+from rocketstore_spark.rocketmq.recovery import QueueFeed, QueueFileReads
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.indexes import SlotCounts
-from rocketstore_spark.store.layout import relative_name
+from rocketstore_spark.store.layout import listed_once, relative_name
 from rocketstore_spark.store.outputs import outside_stores, store_roots
 from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
-                                            plan_segments, save_state)
+                                            plan_segments, save_state, segment_summary)
 from rocketstore_spark.verify.store import StoreVerdict, relative, store_root, verify_store
 
 THREADS = 2
@@ -80,23 +82,32 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
 
 
 def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,
-                  resume: dict | None, segments: dict[str, dict], queue_files: dict | None) -> dict:
+                  resume: dict | None, segments: dict[str, dict], queue_files: dict | None,
+                  scans: dict[int, object] | None = None) -> dict:
     """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
     last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
     them). ``segments``: this run's segment verdicts by name; ``queue_files``: the last run's summaries of
     the closed ConsumeQueue files its recovery report looked at (name -> [``verify.cross.file_stat``, summary]:
-    ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again)."""
+    ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again); ``scans``: the
+    segments this run scanned (base offset -> ``store.scan.SegmentSummary``, BODYCRC checked), which the
+    recovery report takes rather than scanning them again (``QueueFeed.offer_scans``, as the audit's)."""
     root = store_root(layout)
     reads = QueueFileReads({os.path.join(root, n): v for n, v in (queue_files or {}).items()}, identity=file_stat)
     verdicts = {n: r["verdict"] for n, r in segments.items()}
     prefixes = PrefixDigests()          # the files digested up to the last run's point go on to this run's
     why = refusal(layout, resume, verdicts, prefixes)
+    feed = None
+    if scans:
+        # only the scans: the feed closed incomplete, the simulation counts the unreachable records itself
+        feed = QueueFeed()
+        feed.offer_scans(True, scans)
+        feed.close(complete=False)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub-recovery") as side:
         # resumable: every queued record below the last run's end is in its queue (``verify.cross.refusal``)
         report = side.submit(recovery_report, layout.name, options=options, broker_conf=broker_conf,
                              reachable_below=resume["end"] if why is None else None, resolved=(layout, settings),
-                             queue_reads=reads) \
+                             queue_reads=reads, queue_feed=feed) \
             if layout.files.root is not None else None
         if why is not None:
             how = "run"
@@ -125,7 +136,13 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
                  options: dict | None = None, broker_conf: str | None = None, work_dir: str | None = None,
                  scan=scan_here) -> ScrubRun:
     """Scrub each store against the state at ``state_path`` (created when missing; never under a store) and
-    save the new state; ``scan(tasks, runs)``: how the segment scans run (default ``scan_here``)."""
+    save the new state; ``scan(tasks, runs)``: how the segment scans run (default ``scan_here``). Each queue
+    directory is listed once a run (``store.layout.listed_once``)."""
+    with listed_once():
+        return _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan)
+
+
+def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan) -> ScrubRun:
     if rotation < 1:
         raise ValueError(f"--rotation {rotation}: must be 1 or more (runs per full rotation)")
     outside_stores(state_path, store_roots(layouts), "scrub state")
@@ -167,7 +184,9 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
                                identity=file_stat)
             settings = resolve(layout, options, broker_conf, slot_counts=slots)
             cross = _cross_checks(layout, settings, options, broker_conf, work_dir,
-                                  known.get("resume") if resumable else None, segments, known.get("queue_files"))
+                                  known.get("resume") if resumable else None, segments, known.get("queue_files"),
+                                  {t.base_offset: segment_summary(scanned[(root, t.name)])
+                                   for t in (plan.tasks if plan else [])})
             cross["index_slots"] = {relative_name(p, root): v for p, v in slots.found.items()}
             cross = _as_json(cross)
         else:       # no file changed, nor the options: the settings resolve as they did

@@ -20,10 +20,12 @@ those of commitlog/; queue and index directories skip them as the broker does).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +131,32 @@ def is_regular_file(path) -> bool:
         return False
 
 
+_LISTED: dict | None = None          # queue directory -> its ``StoreMap.queue_files``, inside ``listed_once``
+_LISTED_USERS = 0
+_LISTED_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def listed_once():
+    """Inside the block (a scrub run, on the driver: its queue check, the state it records, its refusal, the
+    recovery report and the settings each list every queue directory), ``StoreMap.queue_files`` lists each
+    directory once and gives every later caller that listing: one view of the run, names only — whoever
+    trusts a file still takes its size and times (``verify.cross.file_stat``). Blocks may nest or overlap
+    (threads): the listings go when the last one ends."""
+    global _LISTED, _LISTED_USERS
+    with _LISTED_LOCK:
+        _LISTED_USERS += 1
+        if _LISTED is None:
+            _LISTED = {}
+    try:
+        yield
+    finally:
+        with _LISTED_LOCK:
+            _LISTED_USERS -= 1
+            if not _LISTED_USERS:
+                _LISTED = None
+
+
 @dataclass(frozen=True)
 class StoreMap:
     """The file names of one store (``root``) or of a bare CommitLog directory (``root`` None). Picklable:
@@ -229,7 +257,18 @@ class StoreMap:
 
     @staticmethod
     def queue_files(queue_dir) -> list[tuple[str, int]]:
-        """(path, CQ byte offset of its first entry) of a queue directory's files, in offset order."""
+        """(path, CQ byte offset of its first entry) of a queue directory's files, in offset order (inside
+        ``listed_once``, the block's first listing of it)."""
+        listed = _LISTED
+        if listed is None:
+            return StoreMap._queue_files(queue_dir)
+        key = os.fspath(queue_dir)
+        if key not in listed:
+            listed[key] = StoreMap._queue_files(queue_dir)
+        return list(listed[key])
+
+    @staticmethod
+    def _queue_files(queue_dir) -> list[tuple[str, int]]:
         files = []
         for name in os.listdir(queue_dir):
             offset = parse_offset_name(name)

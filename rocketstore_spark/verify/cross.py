@@ -26,7 +26,8 @@ a cost that grew with their number): dropped for the change time, which every in
 
 A resumed run (``verify_resumed``) dispatches only the CommitLog from P (``store.spill.scan_range`` from a
 record boundary), checks each queue on from its resume with those records (its closed files' entries are not
-read again), and checks again every IndexFile that is new, changed, the newest (its count of keys after its
+read again; every queue in one pass, ``verify.queues.check_resumed_queues``, ``check_queue`` for those it
+cannot answer for), and checks again every IndexFile that is new, changed, the newest (its count of keys after its
 end follows the log), was the newest, or follows one that changed; the others keep their verdict. The
 checkpoint, abort and lock files, the consumer offsets and the queues' bounds are checked whole every run (a
 few small files, the last files of each queue). A file digested up to the last run's point and then up to

@@ -165,18 +165,9 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
     v.files = len(files)
     v.held = [(f.path, f.base, f.count) for f in files]
     sizes = _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size)
-    # the closed files' summaries the bounds took last time, of files known unchanged (as ``counts``)
-    known = {n: x for n, x in (resume or {}).get("summaries", {}).items() if n in (resume or {}).get("counts", {})}
     summaries: dict[str, list] = {}
-
-    def summary(k: int) -> list:
-        f = files[k]
-        found = summaries[f.name] = known.get(f.name) or cq.file_summary(f.read(0, f.count))
-        return found
-
-    v.min_offset, v.max_offset = cq.rocketmq_bounds([(f.name, f.cq_offset) for f in files],
-                                                    lambda k: files[k].read(0, files[k].count), log.min_offset,
-                                                    expired_min_is_max, summary)
+    v.min_offset, v.max_offset = _bounds(files, resume, log, expired_min_is_max, summaries,
+                                         lambda k: files[k].read(0, files[k].count))
     # the files in their order, a read at a time
     walk = _FileOrder(topic, queue_id, log.min_offset)
     offsets = _QueueOffsets(topic, queue_id, locate)
@@ -235,6 +226,158 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
                 "previous": list(offsets.previous) if offsets.previous is not None else None,
                 "walk": walk.carried(), "records": v.records, "summaries": summaries}
     return v
+
+
+def _bounds(files: list[_File], resume: dict | None, log: LogBounds, expired_min_is_max: bool,
+            summaries: dict[str, list], read: Callable[[int], np.ndarray]) -> tuple[int, int]:
+    """RocketMQ's bounds of the queue (``rocketmq.consumequeue.rocketmq_bounds``); of the closed files the
+    resume's ``summaries`` name (files known unchanged, as its ``counts``) the summary is taken, not read;
+    ``summaries`` gets each file's the bounds took; ``read(k)``: file k's held entries."""
+    known = {n: x for n, x in (resume or {}).get("summaries", {}).items() if n in (resume or {}).get("counts", {})}
+
+    def summary(k: int) -> list:
+        f = files[k]
+        found = summaries[f.name] = known.get(f.name) or cq.file_summary(read(k))
+        return found
+    return cq.rocketmq_bounds([(f.name, f.cq_offset) for f in files], read, log.min_offset, expired_min_is_max,
+                              summary)
+
+
+def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_size: int, locate: Locate,
+                         expired_min_is_max: bool = True, consume_queue_ext: bool = False) -> list[QueueVerdict]:
+    """``check_queue`` of many queues at once, each resumed (the scrub's resumed cross-checks): ``queues`` holds
+    (topic, queue id, directory, records — one dict of columns —, resume) each; the verdicts come back in that
+    order, each the one ``check_queue`` gives.
+
+    A queue check resumed after a broker appended is, queue by queue, the same few steps on a few entries; here
+    each queue's files are still listed, sized and bounded as ``check_queue`` does it (a few files a queue; a
+    file the bounds read and the walk goes on in is read once), but the walk of the entries written since, the
+    QUEUEOFFSET checks, dispatch (``rocketmq.consumequeue.place_many``: one state table) and the comparison run
+    once over every queue's new entries and records together, as numpy columns. That pass shows only the
+    common answer: no finding — every new entry valid and real (no filler), the invalid ones (the zeros past
+    the end) all after the last valid one, physical offsets increasing from the last checked entry, QUEUEOFFSETs
+    following on without a gap, repeat or reset, every record written (none skipped) at the queue offset the
+    files' next entry holds, with the same offset, size and tagsCode. A queue where any of that fails — or that
+    has no resume, records in chunks, files whose sizes or names are findings, a ConsumeQueueExt — is checked
+    by ``check_queue`` itself, whose findings (and everything else) it then has: the answer is ``check_queue``'s
+    either way."""
+    out: list[QueueVerdict | None] = [None] * len(queues)
+    fast = []                   # (k in queues, verdict so far, files, resume, records, new entries, their qos, walk idx)
+    for k, (topic, queue_id, queue_dir, records, resume) in enumerate(queues):
+        if consume_queue_ext or resume is None or "counts" not in resume or not isinstance(records, dict):
+            continue
+        listed = _listing(queue_dir, root)
+        if _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size):
+            continue
+        files = _queue_files(listed, resume["counts"])
+        v = QueueVerdict(topic, queue_id, files=len(files), held=[(f.path, f.base, f.count) for f in files])
+        held: dict[int, np.ndarray] = {}
+
+        def read(j: int, files=files, held=held) -> np.ndarray:
+            if j not in held:
+                held[j] = files[j].read(0, files[j].count)
+            return held[j]
+        summaries: dict[str, list] = {}
+        v.min_offset, v.max_offset = _bounds(files, resume, log, expired_min_is_max, summaries, read)
+        v.resume = {"summaries": summaries}
+        last = resume["walk"]["last"]
+        raws, qos, walked = [], [], []
+        for j, f in enumerate(files):
+            start = max(0, last + 1 - f.base)
+            if start < f.count:
+                raws.append(read(j)[start:] if j in held else f.read(start, f.count))
+                qos.append(f.first + np.arange(start, f.count, dtype=np.int64))
+                walked.append(f.base + np.arange(start, f.count, dtype=np.int64))
+        fast.append((k, v, resume, records, raws, qos, walked))
+    if fast:
+        for (k, v), good in zip(((k, v) for k, v, *_ in fast), _resumed_answers(fast, log, file_size)):
+            if good:
+                out[k] = v
+    for k, (topic, queue_id, queue_dir, records, resume) in enumerate(queues):
+        if out[k] is None:
+            out[k] = check_queue(topic, queue_id, queue_dir, root, records, log, file_size, locate,
+                                 expired_min_is_max, consume_queue_ext, resume)
+    return out
+
+
+def _resumed_answers(fast: list[tuple], log: LogBounds, file_size: int) -> list[bool]:
+    """``check_resumed_queues``' one pass over the queues of ``fast``: for each, whether it shows no finding (then
+    its verdict is completed in place: counts, where the walk and dispatch stand, the resume); else the queue
+    is left to ``check_queue``."""
+    n = len(fast)
+    qn = lambda parts: np.concatenate([np.full(sum(map(len, p)), i, np.int64)            # noqa: E731
+                                       for i, p in enumerate(parts)]) if n else np.zeros(0, np.int64)
+    # the new entries of every queue, in each queue's file order, queue after queue
+    raw = np.concatenate([r for *_, raws, _, _ in fast for r in raws] or [np.zeros(0, consumequeue.ENTRY_DTYPE)])
+    e_q = qn([raws for *_, raws, _, _ in fast])
+    e_qo = np.concatenate([q for *_, qos, _ in fast for q in qos] or [np.zeros(0, np.int64)])
+    e_walked = np.concatenate([w for *_, walked in fast for w in walked] or [np.zeros(0, np.int64)])
+    # the records written since, queue after queue, each queue's in CommitLog order
+    cols = {c: np.concatenate([np.asarray(records[c], np.int64) for _, _, _, records, *_ in fast])
+            for c in _COLUMNS}
+    r_q = np.concatenate([np.full(len(records["queue_offset"]), i, np.int64) for i, (_, _, _, records, *_)
+                          in enumerate(fast)])
+    bad = np.zeros(n, bool)
+    # the walk: invalid entries only after the last valid one, no filler, physical offsets increasing
+    valid = consumequeue.valid_mask(raw)
+    bad[e_q[consumequeue.is_filler(raw)]] = True
+    position = np.arange(len(raw))
+    first_invalid = np.full(n, len(raw), np.int64)
+    np.minimum.at(first_invalid, e_q[~valid], position[~valid])
+    last_valid = np.full(n, -1, np.int64)
+    np.maximum.at(last_valid, e_q[valid], position[valid])
+    bad |= last_valid > first_invalid
+    a_q, a_qo, a_walked = e_q[valid], e_qo[valid], e_walked[valid]
+    a_phy, a_size, a_tags = (raw[c][valid].astype(np.int64) for c in ("commit_log_offset", "size", "tags_code"))
+    walks = [resume["walk"] for _, _, resume, *_ in fast]
+    before = np.array([w["previous"] if w["previous"] is not None else -1 for w in walks], np.int64)
+    has_before = np.array([w["previous"] is not None for w in walks])
+    head = np.r_[True, a_q[1:] != a_q[:-1]] if len(a_q) else np.zeros(0, bool)
+    step_from = np.where(head, before[a_q], np.r_[-1, a_phy[:-1]])
+    bad[a_q[(~head | has_before[a_q]) & (a_phy <= step_from)]] = True
+    # QUEUEOFFSET: gap, repeat, reset (``_QueueOffsets``) against the record before, the last run's last first
+    r_qo, r_phy = cols["queue_offset"], cols["physical_offset"]
+    prev_qo = np.array([resume["previous"][0] if resume["previous"] is not None else 0 for _, _, resume, *_ in fast],
+                       np.int64)
+    has_prev = np.array([resume["previous"] is not None for _, _, resume, *_ in fast])
+    r_head = np.r_[True, r_q[1:] != r_q[:-1]] if len(r_q) else np.zeros(0, bool)
+    step = r_qo - np.where(r_head, prev_qo[r_q], np.r_[0, r_qo[:-1]])
+    compared = ~r_head | has_prev[r_q]
+    bad[r_q[compared & ((step > 1) | ((step <= 0) & (r_qo != 0)) | ((step < 0) & (r_qo == 0)))]] = True
+    # dispatch: every record written, at the queue offset of the files' next entry, which holds the same entry
+    states = np.array([resume["state"][:cq.WRITTEN] + [0, 0, 0] for _, _, resume, *_ in fast], np.int64) \
+        .reshape(n, cq.STATE_COLUMNS)
+    slots = cq.place_many(states, r_q, r_qo, r_phy, cols["size"], file_size)
+    bad[r_q[slots < 0]] = True
+    per_queue_a, per_queue_r = np.bincount(a_q, minlength=n), np.bincount(r_q, minlength=n)
+    bad |= per_queue_a != per_queue_r
+    if not bad.all():
+        same = ~bad[a_q]                                     # queues whose counts agree: entry i <-> record i
+        ok_r = ~bad[r_q]
+        differ = (a_qo[same] != slots[ok_r]) | (a_phy[same] != r_phy[ok_r]) | (a_size[same] != cols["size"][ok_r]) \
+            | (a_tags[same] != cols["tags_code"][ok_r])
+        bad[a_q[same][differ]] = True
+    for i, (_, v, resume, records, *_) in enumerate(fast):
+        if bad[i]:
+            continue
+        walk = dict(resume["walk"])
+        mine = a_q == i
+        if mine.any():
+            phy = a_phy[mine]
+            walk["previous"] = int(phy[-1])
+            walk["entries"] += int(mine.sum())
+            walk["expired"] += int((phy < log.min_offset).sum())
+            walk["last"], walk["written_end"] = int(a_walked[mine][-1]), int(a_qo[mine][-1]) + 1
+        rows = r_q == i
+        previous = [int(r_qo[rows][-1]), int(r_phy[rows][-1])] if rows.any() else resume["previous"]
+        state = [int(x) for x in states[i, :cq.WRITTEN]] + [int(a + b) for a, b in zip(resume["state"][cq.WRITTEN:],
+                                                                                    states[i, cq.WRITTEN:])]
+        v.entries, v.expired = walk["entries"], walk["expired"]
+        v.records = resume["records"] + int(rows.sum())
+        v.dispatch_max_offset = max(state[cq.END], 0)
+        v.resume = {"state": state, "previous": previous, "walk": walk, "records": v.records,
+                    "summaries": v.resume["summaries"]}
+    return (~bad).tolist()
 
 
 class _FileOrder:

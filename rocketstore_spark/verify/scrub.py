@@ -33,11 +33,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.documents import DocumentError, check, header, json_text
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.durable import write_text
-from rocketstore_spark.store.scan import scan_segment
+from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.verify.store import relative
 
 DOCUMENT_TYPE = "rocketstore-spark/scrub-state"
@@ -86,6 +87,18 @@ def check_segment(task: SegmentTask, run: int) -> dict:
             "digest": sample_digest(task.path, st.st_size), "checked_run": run, "reason": task.reason,
             "verdict": {k: getattr(s, k) for k in VERDICT_FIELDS},
             "findings": [relative(f, task.root).as_row() for f in s.findings]}
+
+
+_STOPS = {stop.describe: stop for stop in Stop}
+
+
+def segment_summary(record: dict) -> SegmentSummary:
+    """The scan a segment's record (``check_segment``'s, as the state keeps it: JSON) stands for, without its
+    findings (the record keeps those): what the recovery report's simulation reads of a scan (where the valid
+    data ends and why, the first CRC failure), so that it does not scan again a segment the scrub just
+    scanned (``rocketmq.recovery.QueueFeed.offer_scans``, as the audit hands it verify's)."""
+    verdict = record["verdict"]
+    return SegmentSummary(**{k: verdict[k] for k in VERDICT_FIELDS}, stop=_STOPS[verdict["stop_reason"]])
 
 
 @dataclass

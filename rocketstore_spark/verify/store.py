@@ -57,7 +57,7 @@ from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill,
 from rocketstore_spark.verify.batch_queues import check_batch_queues
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
-from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue
+from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue, check_resumed_queues
 from rocketstore_spark.verify.rocksdb_queues import check_rocksdb_queues
 from rocketstore_spark.verify.state import LogState, check_state
 from rocketstore_spark.verify.timers import check_timers
@@ -506,7 +506,8 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
     """Every queue of the store (its directory, or records in ``spill``, waited for) checked, sorted by topic
     and queue id: a queue group on ``pool`` while this thread reads and sorts the next (two groups held at
     most). ``resume``: (topic, queue id) -> the ``check_queue`` resume of the queues it names (the scrub's
-    resumed cross-checks: ``spill`` then holds only the records written since). A RocksDB ConsumeQueue's units
+    resumed cross-checks: ``spill`` then holds only the records written since; every queue is checked on in one
+pass, ``verify.queues.check_resumed_queues``, on this thread). A RocksDB ConsumeQueue's units
     are checked against the same dispatch instead (never resumed); what is wrong with the database itself is
     appended to ``findings``. ``queue_feed``: given each queue's records as they are checked, then closed
     (complete: every queue of the log fed)."""
@@ -524,6 +525,7 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
     locate = segment_locator(segment_names(layout, root))
     queues = []
     seen = set()
+    empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
 
     def fed(topic, queue_id, cols):
         if queue_feed is None:
@@ -537,6 +539,20 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
         return check_queue(topic, queue_id, dirs.get((topic, queue_id)), root, fed(topic, queue_id, cols), log,
                            settings.consume_queue_file_size, locate, settings.release.expired_min_is_max,
                            has_consume_queue_ext(layout), resume.get((topic, queue_id)))
+    if resume:
+        # resumed: what was written since is small; every queue checked on in one pass (``check_resumed_queues``)
+        if queue_feed is not None:
+            queue_feed.close(complete=False)         # the spill holds only the records written since
+        found = [q for group in spill.queue_groups() for q in group]
+        seen = {(topic, queue_id) for topic, queue_id, _ in found}
+        found += [(topic, queue_id, empty) for topic, queue_id in sorted(dirs.keys() | resume.keys())
+                  if (topic, queue_id) not in seen]
+        queues = check_resumed_queues([(topic, queue_id, dirs.get((topic, queue_id)), cols,
+                                        resume.get((topic, queue_id))) for topic, queue_id, cols in found],
+                                      root, log, settings.consume_queue_file_size, locate,
+                                      settings.release.expired_min_is_max, has_consume_queue_ext(layout))
+        queues.sort(key=lambda q: (q.topic, q.queue_id))
+        return queues
     checking = None
     for group in spill.queue_groups():
         seen.update((topic, queue_id) for topic, queue_id, _ in group)
@@ -546,8 +562,7 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
     if checking is not None:
         queues += checking.result()
     if queue_feed is not None:
-        queue_feed.close(complete=not resume)        # resumed: the spill holds only the records written since
-    empty = {c: np.zeros(0, np.int64) for c in _ENTRY_COLUMNS}
+        queue_feed.close(complete=True)
     queues += [check(topic, queue_id, empty) for topic, queue_id in sorted(dirs.keys() | resume.keys())
                if (topic, queue_id) not in seen]
     queues.sort(key=lambda q: (q.topic, q.queue_id))

@@ -311,3 +311,105 @@ def test_an_older_index_file_rewritten_in_place_with_its_time_put_back_has_its_s
     again = SlotCounts(first.found, identity=file_stat)
     assert again.slots(str(old), closed=True) is None is read_index_file(str(old)).geometry
     assert again.slots(paths[1], closed=True) == OPTIONS["maxHashSlotNum"]
+
+
+def test_the_recovery_report_takes_the_scrubs_scans_of_the_segments_it_scanned(tmp_path, monkeypatch):
+    """The recovery report's walk of the last segments takes the scans the scrub just made of them (BODYCRC
+    checked, as RocketMQ's recovery checks by default) rather than scanning them again: after growth with a body
+    damaged in the new part (a restart stops there), it scans none and says what the audit's says."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    last = sorted((store / "commitlog").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    body = data.rfind(bytes([84]) * 104)                    # message 84's body, the last one appended
+    assert body > 0
+    data[body] ^= 0xFF
+    last.write_bytes(bytes(data))
+    from rocketstore_spark.rocketmq import recovery
+    scanned = []
+    real = recovery.scan_segment
+    monkeypatch.setattr(recovery, "scan_segment", lambda path, *a, **k: scanned.append(path) or real(path, *a, **k))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    assert str(last.relative_to(store)) in {c["segment"] for c in entry["scrub"]["checked"]}
+    assert scanned == []
+    monkeypatch.setattr(recovery, "scan_segment", real)
+    want = audit(store)
+    assert "commitlog.body_crc" in {f["check"] for f in want["findings"]}
+    assert want["recovery"]["stop"]["reason"].startswith("BODYCRC") and want["recovery"]["commitlog_bytes_cut"]
+    same(entry, want)
+
+
+@pytest.mark.parametrize("case", ["clean", "damaged", "tags", "invalid", "lagging", "gap"])
+def test_the_queues_checked_on_in_one_pass_are_what_check_queue_gives_each(tmp_path, monkeypatch, case):
+    """The resumed queue checks run in one pass over every queue (``verify.queues.check_resumed_queues``): each
+    verdict — counts, bounds, findings, the resume the next run starts from — is the one ``check_queue`` gives
+    the queue on its own, after a clean growth (every queue through the pass), a new entry damaged, queues
+    lagging, a new entry's size, tagsCode, or validity (an invalid entry before the last valid one) changed, and
+    a QUEUEOFFSET gap in the new records (those queues left to ``check_queue``)."""
+    from rocketstore_spark.verify import store as verify_store_module
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    if case == "gap":
+        w.queue_offsets[("OrderTopic", 0)] += 1         # the next record of that queue skips a QUEUEOFFSET
+    grow(tmp_path, store, w, messages(60, 25), topics={"OrderTopic"} if case == "lagging" else None)
+    if case in ("damaged", "tags", "invalid"):
+        # the newest file of a queue holding two entries or more (both new: 25 records over 6 queues)
+        newest, last = next((f, n) for f in (queue_file(store, t, q, -1) for t in ("OrderTopic", "TopicTest")
+                                             for q in range(3))
+                            if (n := (len(f.read_bytes().rstrip(b"\0")) - 1) // ENTRY_SIZE) >= 1)
+        if case == "damaged":
+            flip_entry(newest, last)                                    # its size
+        else:
+            data = bytearray(newest.read_bytes())
+            if case == "tags":
+                data[last * ENTRY_SIZE + 19] ^= 0x01
+            else:
+                data[(last - 1) * ENTRY_SIZE + 8:(last - 1) * ENTRY_SIZE + 12] = bytes(4)
+            newest.write_bytes(bytes(data))
+    real, alone = verify_store_module.check_resumed_queues, queues.check_queue
+    compared, left = [], []
+    monkeypatch.setattr(queues, "check_queue", lambda topic, queue_id, *a: left.append((topic, queue_id)) or
+                        alone(topic, queue_id, *a))
+
+    def both(given, root, log, file_size, locate, expired_min_is_max=True, consume_queue_ext=False):
+        got = real(given, root, log, file_size, locate, expired_min_is_max, consume_queue_ext)
+        monkeypatch.setattr(queues, "check_queue", alone)
+        for (topic, queue_id, queue_dir, records, resume), v in zip(given, got):
+            want = queues.check_queue(topic, queue_id, queue_dir, root, records, log, file_size, locate,
+                                      expired_min_is_max, consume_queue_ext, resume)
+            assert as_json(v.__dict__) == as_json(want.__dict__), (topic, queue_id)
+            compared.append(bool(want.findings))
+        return got
+    monkeypatch.setattr(verify_store_module, "check_resumed_queues", both)
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
+    assert len(compared) == 6 and (any(compared) == (case != "clean")), compared
+    # the pass answered for the queues without findings; check_queue for the others (never a clean one)
+    assert len(left) == sum(compared), (left, compared)
+    same(entry, audit(store))
+
+
+def test_a_scrub_run_lists_each_queue_directory_once(tmp_path, monkeypatch):
+    """The queue check, the state it records, the refusal, the recovery report and the settings each want every
+    queue directory's files: a run lists each once (``store.layout.listed_once``); outside a run a listing is
+    made afresh (a file added since shows)."""
+    from rocketstore_spark.store import layout as store_layout
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    grow(tmp_path, store, w, messages(60, 25))
+    listed = []
+    real = store_layout.StoreMap._queue_files
+    monkeypatch.setattr(store_layout.StoreMap, "_queue_files", staticmethod(lambda d: listed.append(str(d)) or real(d)))
+    entry = scrub(store, state)
+    assert entry["scrub"]["cross_checks"] == "resumed"
+    assert sorted(listed) == sorted({str(d) for d in (store / "consumequeue").glob("*/*")}), listed
+    same(entry, audit(store))
+    queue_dir = store / "consumequeue" / "TopicTest" / "1"
+    before = store_layout.StoreMap.queue_files(queue_dir)
+    (queue_dir / offset_name(10 ** 9)).write_bytes(bytes(OPTIONS["mappedFileSizeConsumeQueue"]))
+    assert len(store_layout.StoreMap.queue_files(queue_dir)) == len(before) + 1
