@@ -25,6 +25,7 @@ from rocketstore_spark.documents import header
 from rocketstore_spark.findings import any_problem
 from rocketstore_spark.recovery.report import harmful, recovery_report
 from rocketstore_spark.rocketmq.recovery import QueueFeed
+from rocketstore_spark.rocketmq.settings import with_layout_dirs
 from rocketstore_spark.report.html import gather
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore
@@ -73,6 +74,7 @@ def audit_stores(layouts: list[StoreLayout], *, options: dict | None = None, bro
     given as bare files (no root) has no recovery report, nor has one whose engine we do not read."""
     out = Audit()
     for layout in layouts:
+        opts = with_layout_dirs(layout, options)
         # the recovery report on a thread of its own while the checks run (both read the log; their compiled
         # kernels release the GIL); its unreachable records are counted from verify's queue records (one
         # dispatch of the log, not two: ``QueueFeed``)
@@ -80,13 +82,13 @@ def audit_stores(layouts: list[StoreLayout], *, options: dict | None = None, bro
 
         def recover():
             try:
-                return recovery_report(layout.name, options=options, broker_conf=broker_conf, queue_feed=feed)
+                return recovery_report(layout.name, options=opts, broker_conf=broker_conf, queue_feed=feed)
             finally:
                 feed.withdraw()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-recovery") as side:
             report = side.submit(recover) if feed is not None else None
             try:
-                v = verify_store(layout.name, options=options, broker_conf=broker_conf, work_dir=work_dir,
+                v = verify_store(layout.name, options=opts, broker_conf=broker_conf, work_dir=work_dir,
                                  queue_feed=feed)
             finally:
                 if feed is not None:

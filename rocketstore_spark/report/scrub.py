@@ -40,7 +40,7 @@ from rocketstore_spark.findings import Finding
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.report.audit import Audit, audit_entry
 from rocketstore_spark.rocketmq.recovery import QueueFeed, QueueFileReads
-from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
+from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve, with_layout_dirs
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.indexes import SlotCounts
@@ -167,6 +167,7 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
     for layout in layouts:
         clock = time.perf_counter()
         root, prev, plan = store_root(layout), previous[layout.name], plans.get(layout.name)
+        opts = with_layout_dirs(layout, options)
         segments: dict[str, dict] = {}
         differs = False
         for name in (plan.order if plan else []):
@@ -182,8 +183,8 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
             # the older IndexFiles' slot counts as the last run inferred them, of files unchanged since
             slots = SlotCounts({os.path.join(root, n): v for n, v in known.get("index_slots", {}).items()},
                                identity=file_stat)
-            settings = resolve(layout, options, broker_conf, slot_counts=slots)
-            cross = _cross_checks(layout, settings, options, broker_conf, work_dir,
+            settings = resolve(layout, opts, broker_conf, slot_counts=slots)
+            cross = _cross_checks(layout, settings, opts, broker_conf, work_dir,
                                   known.get("resume") if resumable else None, segments, known.get("queue_files"),
                                   {t.base_offset: segment_summary(scanned[(root, t.name)])
                                    for t in (plan.tasks if plan else [])})
@@ -192,7 +193,7 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
         else:       # no file changed, nor the options: the settings resolve as they did
             cross = prev["cross"]
             settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \
-                resolve(layout, options, broker_conf)
+                resolve(layout, opts, broker_conf)
         findings = [Finding.from_row(f) for name in segments for f in segments[name]["findings"]]
         findings += (plan.changed if plan else []) + [Finding.from_row(f) for f in cross["findings"]]
         verdict = StoreVerdict(layout.name, settings, LogBounds(*cross["log"]),

@@ -87,6 +87,16 @@ def file_digest(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def with_layout_dirs(layout: StoreLayout, options: dict | None) -> dict | None:
+    """``options`` with the CommitLog directories ``layout`` was discovered with (``discover(commitlog_dirs=)``,
+    a multi-path log), for callers that discover the store again by its name (``verify_store``,
+    ``recovery_report``): without them those would read one directory's segments. Options that give the
+    directories themselves win."""
+    if not layout.files.commitlog_dirs or (options or {}).get(multipath.STORE_PATH):
+        return options
+    return {**(options or {}), multipath.STORE_PATH: [str(d) for d in layout.files.commitlog_dirs]}
+
+
 def resolve(layout: StoreLayout, options: dict | None = None, broker_conf_path: str | None = None,
             slot_counts: SlotCounts | None = None) -> BrokerSettings:
     """Settings for rebuilding ``layout``'s store (module docstring). ``options``: setting name (as in

@@ -74,6 +74,7 @@ class SegmentTask:
     base_offset: int
     followed: bool         # a later segment exists
     reason: str            # why it is scanned (module docstring)
+    next_path: str | None = None   # where the next segment lies when not beside it (a multi-path CommitLog)
 
 
 def check_segment(task: SegmentTask, run: int) -> dict:
@@ -82,7 +83,7 @@ def check_segment(task: SegmentTask, run: int) -> dict:
     digest, the verdict and the findings. Runs where the segment is read (a thread, or a Spark executor)."""
     st = os.stat(task.path)
     s = scan_segment(task.path, task.base_offset, check_crc=True, followed=task.followed,
-                     check_properties_crc=True, check_times=True)
+                     check_properties_crc=True, check_times=True, next_path=task.next_path)
     return {"name": task.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "followed": task.followed,
             "digest": sample_digest(task.path, st.st_size), "checked_run": run, "reason": task.reason,
             "verdict": {k: getattr(s, k) for k in VERDICT_FIELDS},
@@ -143,7 +144,7 @@ def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: in
                 f"sampled bytes differ from the scrub's record of run {old['checked_run']} while the size "
                 f"({st.st_size:,}) and modification time are the same: not written by the broker; scanned again",
                 recorded_digest=old["digest"]))
-        task = SegmentTask(root, name, seg.path, seg.base_offset, followed, reason or "rotation")
+        task = SegmentTask(root, name, seg.path, seg.base_offset, followed, reason or "rotation", layout.next_path(k))
         if reason is None:
             candidates.append((old["checked_run"], k, task, old))
         else:
