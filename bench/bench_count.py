@@ -12,6 +12,12 @@ planning and its job included. The source query is the fast way to write it: onl
 than RAM is where the difference is: the source has to read the CommitLog, the table holds the two columns in
 a few hundred MB. A warm repeat of each query follows in the same round (page cache as the cold run left it).
 
+``--compare DIR`` (repeatable) times the same query over other existing tables of the same store in the same
+round (e.g. one the ingest wrote with ``--writer spark`` against one of its default writer), each keyed by its directory
+name; ``--conf KEY=VALUE`` sets a session setting for every query. Each query's CPU seconds (the bench, its JVM
+and Python workers: ``bench_read.tree_cpu_seconds``) are given beside the wall time: on a shared host they
+move far less than wall time does.
+
 Target (#28): the count over Delta >= 10x faster than over the source. Figures to stdout as JSON.
 """
 from __future__ import annotations
@@ -26,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_read import drop_cache  # noqa: E402
+from bench.bench_read import drop_cache, tree_cpu_seconds  # noqa: E402
 
 
 def files_under(path: Path) -> list[Path]:
@@ -37,6 +43,9 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("store", type=Path)
     p.add_argument("--table", type=Path, required=True)
+    p.add_argument("--compare", type=Path, action="append", default=[],
+                   help="another existing table of the same store, timed the same way")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a session setting")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
     store = str(args.store.resolve())
@@ -47,12 +56,18 @@ def main(argv=None) -> None:
     from rocketstore_spark.spark.ingest import ingest_store, open_table
     from rocketstore_spark.spark.session import get_spark
     from rocketstore_spark.store.discovery import discover
-    spark = get_spark("bench-count", master="local[2]", conf={"spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.ui.showConsoleProgress": "false", **dict(kv.split("=", 1) for kv in args.conf)}
+    spark = get_spark("bench-count", master="local[2]", conf=conf)
 
     def timed(step):
         t = time.perf_counter()
         out = step()
         return round(time.perf_counter() - t, 2), out
+
+    def cpu_timed(step):
+        c = tree_cpu_seconds(os.getpid())
+        s, out = timed(step)
+        return s, round(tree_cpu_seconds(os.getpid()) - c, 2), out
 
     ingest_s = None
     if not (args.table / "_delta_log").is_dir():
@@ -70,6 +85,10 @@ def main(argv=None) -> None:
                                                .schema("topic STRING, store_timestamp TIMESTAMP").load(store)),
                                files_under(args.store / "commitlog")),
     }
+    for other in args.compare:
+        path = str(other.resolve())
+        queries[f"delta_{other.name}"] = (lambda path=path: by_hour(spark.read.format("delta").load(path)),
+                                          files_under(other))
     for query, _ in queries.values():                                    # warm-up: JIT, workers, numba, snapshot
         query()
     rounds = []
@@ -78,10 +97,10 @@ def main(argv=None) -> None:
         answers = {}
         for name, (query, files) in queries.items():
             drop_cache(files)
-            one[f"{name}_cold_s"], answers[name] = timed(query)
-            one[f"{name}_warm_s"], _ = timed(query)
-        if answers["delta"] != answers["source_two_columns"]:
-            raise SystemExit("the Delta table and the source disagree on the counts: the table is not this store's")
+            one[f"{name}_cold_s"], one[f"{name}_cold_cpu_s"], answers[name] = cpu_timed(query)
+            one[f"{name}_warm_s"], one[f"{name}_warm_cpu_s"], _ = cpu_timed(query)
+        if any(answer != answers["source_two_columns"] for answer in answers.values()):
+            raise SystemExit("a Delta table and the source disagree on the counts: the table is not this store's")
         rounds.append(one)
         print(json.dumps(one), file=sys.stderr)
 
@@ -92,8 +111,12 @@ def main(argv=None) -> None:
         "table_bytes": sum(f.stat().st_size for f in files_under(args.table)), "ingest_s": ingest_s,
         "rounds": rounds, "groups": len(answers["delta"]),
         "best": {k: best(k) for k in rounds[0] if k.endswith("_s")},
+        "load_average_end": [round(v, 1) for v in os.getloadavg()],
         "delta_vs_source_cold": round(best("source_two_columns_cold_s") / best("delta_cold_s"), 1),
         "delta_vs_source_warm": round(best("source_two_columns_warm_s") / best("delta_warm_s"), 1),
+        **{f"{name}_vs_source_cold": round(best("source_two_columns_cold_s") / best(f"{name}_cold_s"), 1)
+           for name in queries if name.startswith("delta_")},
+        "conf": conf,
     }
     print(json.dumps(result, indent=2))
     spark.stop()
