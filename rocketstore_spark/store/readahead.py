@@ -20,6 +20,7 @@ where it cannot be told). A chunk whose first and last bytes the page cache alre
 from __future__ import annotations
 
 import os
+import stat
 import threading
 
 from rocketstore_spark.store.queues import data_end
@@ -100,13 +101,17 @@ class ReadAhead:
     def _advise(self, path: str, start: int = 0, end: int | None = None) -> bool:
         """WILLNEED over [start, end) of ``path`` (None: as far as its data goes, ``store.queues.data_end``: a
         preallocated file's hole is not read), ``advice_chunk`` at a time, what the cache holds skipped; False
-        once closed. A file gone or unreadable is skipped (the pass that reads it reports it)."""
+        once closed. A file gone or unreadable, or not a regular file, is skipped (the pass that reads it reports
+        it): opened non-blocking, so a FIFO put where a store file was does not hold the thread (and the audit
+        waiting for it) until a writer comes."""
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return True
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return True
             size, chunk = data_end(fd, st.st_size), advice_chunk(st.st_dev)
             size = size if end is None else min(size, end)
             for at in range(start, size, chunk):

@@ -200,6 +200,31 @@ def test_read_ahead_skips_what_the_page_cache_holds(tmp_path, monkeypatch):
     assert advised == [50, 60, 70, 80, 90]
 
 
+def test_read_ahead_passes_over_a_fifo_or_directory_where_a_file_was(tmp_path, monkeypatch):
+    """A FIFO (or a directory) put where a store file was is skipped: opened blocking, the read-ahead thread
+    waited for a writer that never came and the audit hung in ``close`` (the mutation campaign's queue 'fifo'
+    case); the regular file after it is still read ahead."""
+    fifo, folder, path = tmp_path / "00000000000000000000", tmp_path / "dir", tmp_path / "f"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    path.write_bytes(b"x" * 100)
+    advised = []
+    monkeypatch.setattr(readahead, "cached", lambda fd, position: False)
+    monkeypatch.setattr(readahead.os, "posix_fadvise", lambda fd, offset, length, advice: advised.append(length))
+    done = threading.Event()
+
+    def run():
+        with readahead.ReadAhead([[str(fifo), str(folder), str(path)]]) as ahead:
+            ahead.want(-1)
+            deadline = time.monotonic() + 10
+            while not advised and time.monotonic() < deadline:
+                time.sleep(0.01)
+        done.set()
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(15), "the read-ahead is held by the FIFO"
+    assert advised == [100]
+
+
 def test_advice_chunk_is_what_the_device_reads_a_call():
     """The device of this test's own files: its queue's read_ahead_kb and max_sectors_kb, the larger, within the
     bounds; a device sysfs does not know (major 0: tmpfs, overlay) gets the kernel's default read-ahead."""
