@@ -43,7 +43,6 @@ is one decoded window plus one IndexFile, whatever the store's size.
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
