@@ -6,7 +6,7 @@ sends the scrub to the whole check.
 What a check leaves for the next one (``resume_state``, JSON in the scrub's state):
 
 * ``end``, ``log_min``: the CommitLog's data end (P) and first offset when it ran; per segment below P its
-  ``file_stat`` (size, modification and change times, inode), and a digest (blake2b) of the bytes below P of the
+  ``file_stat`` (size, modification and change times, inode), and a digest (xxh3, 128 bits) of the bytes below P of the
   segment that holds P (the one a live broker appends to; its times move);
 * per queue: ``check_queue``'s resume (dispatch's state after the last record, the file walk after the last
   valid entry, the QUEUEOFFSET check's last record, what each closed file holds and, of those the bounds looked
@@ -41,7 +41,6 @@ it differ), the state of another version. Never trusted: a file rewritten in pla
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -54,16 +53,18 @@ from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, relative_name
 from rocketstore_spark.store.rocksdb import queue_db
+from rocketstore_spark.verify.scrub import new_hash
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
                                             index_views, log_bounds, relative, store_root)
 
-RESUME_VERSION = 2
+RESUME_VERSION = 3                # 3: xxh3 digests (2: blake2b)
 HASH_BLOCK = 8 << 20
 
 
 class PrefixDigests:
-    """blake2b (128 bits) of the first ``length`` bytes of a file, then the length (``digest``), read with pread.
+    """xxh3 (128 bits: ``verify.scrub.new_hash``) of the first ``length`` bytes of a file, then the length
+    (``digest``), read with pread.
     One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
     then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended."""
 
@@ -73,7 +74,7 @@ class PrefixDigests:
     def digest(self, path: str, length: int) -> str:
         done, h = self._read.get(path, (0, None))
         if h is None or done > length:
-            done, h = 0, hashlib.blake2b(digest_size=16)
+            done, h = 0, new_hash()
         else:
             h = h.copy()
         fd = os.open(path, os.O_RDONLY)

@@ -151,6 +151,23 @@ def test_the_state_is_never_under_a_store_and_another_document_is_refused(tmp_pa
         scrub_stores(discover(str(store)), str(tmp_path / "s.json"), rotation=0, scan=scan_here)
 
 
+def test_an_older_state_is_started_over_and_a_newer_one_refused(tmp_path):
+    """A state is a cache: one an older release wrote (other digests) starts over as a first run; a newer
+    release's is not guessed at."""
+    store = BY_ID["5.5.1/clean"].store
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    doc = json.loads(state.read_text())
+    older = dict(doc, document_version=doc["document_version"] - 1)
+    state.write_text(json.dumps(older))
+    entry = scrub(store, state)
+    assert entry["scrub"]["run"] == 1 and entry["scrub"]["cross_checks"] == "run"
+    assert json.loads(state.read_text())["document_version"] == doc["document_version"]
+    state.write_text(json.dumps(dict(doc, document_version=doc["document_version"] + 1)))
+    with pytest.raises(DocumentError, match="this release reads version"):
+        load_state(str(state))
+
+
 def test_rocketstore_audit_scrub(tmp_path):
     store = BY_ID["4.9.8/corrupt-body"].store
     state = tmp_path / "state.json"
