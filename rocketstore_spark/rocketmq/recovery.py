@@ -58,7 +58,7 @@ from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.files import read_checkpoint
 from rocketstore_spark.store.indexes import read_index_file
-from rocketstore_spark.store.layout import StoreMap, entry_frame
+from rocketstore_spark.store.layout import StoreMap, entry_frame, stat_once
 from rocketstore_spark.store.queues import read_held
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -99,7 +99,7 @@ class QueueRecovery:
 def _entries(path: str) -> np.ndarray:
     """A queue file's entries; none for a file larger than RocketMQ writes (a sparse or foreign file, which
     RocketMQ's MappedFileQueue.load refuses for its size anyway: reading it has no bound)."""
-    if os.path.getsize(path) > consumequeue.MAX_FILE_SIZE:
+    if stat_once(path).st_size > consumequeue.MAX_FILE_SIZE:
         return consumequeue.decode_entries(b"").copy()
     return read_held(path)
 
@@ -166,7 +166,7 @@ def first_entry_at_or_above(files: list[tuple[str, int]], end: int, log_min: int
         first = cq_offset // ENTRY_SIZE
         if first >= end:
             break
-        size = os.path.getsize(path)
+        size = stat_once(path).st_size
         if size > consumequeue.MAX_FILE_SIZE:
             continue                    # no entries (``_entries``)
         fd = os.open(path, os.O_RDONLY)

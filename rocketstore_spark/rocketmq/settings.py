@@ -42,6 +42,7 @@ from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.store import multipath
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import SlotCounts, iter_entries, read_index_file, store_slot_count
+from rocketstore_spark.store.layout import stat_once
 from rocketstore_spark.store.segment_reader import SegmentReader
 
 DEFAULT_RELEASE = "4.9.8"
@@ -244,7 +245,7 @@ def _observed_cq_file_size(layout: StoreLayout) -> int | None:
     sizes = Counter()
     for _, _, queue_dir in layout.files.queue_dirs():
         for path, _ in layout.files.queue_files(queue_dir):
-            sizes[os.path.getsize(path)] += 1
+            sizes[stat_once(path).st_size] += 1
             if sum(sizes.values()) >= 64:
                 break
     sizes.pop(0, None)

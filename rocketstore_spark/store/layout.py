@@ -126,12 +126,27 @@ def relative_name(path: str, root: str) -> str:
 def is_regular_file(path) -> bool:
     """A regular file (symlinks followed); False for anything that cannot be stat'ed (loops, dangling)."""
     try:
-        return stat.S_ISREG(os.stat(path).st_mode)
+        return stat.S_ISREG(stat_once(path).st_mode)
     except OSError:
         return False
 
 
-_LISTED: dict | None = None          # queue directory -> its ``StoreMap.queue_files``, inside ``listed_once``
+def stat_once(path) -> os.stat_result:
+    """``os.stat`` of ``path`` (symlinks followed); inside ``listed_once``, the block's first one of it (an
+    error is not kept: asked again, it stats again)."""
+    stats = _STATS
+    if stats is None:
+        return os.stat(path)
+    key = os.fspath(path)
+    found = stats.get(key)
+    if found is None:
+        found = stats[key] = os.stat(key)
+    return found
+
+
+_LISTED: dict | None = None          # queue directory -> its ``StoreMap.queue_files`` (and a queue tree -> its
+                                     # ``StoreMap.queue_dirs``), inside ``listed_once``
+_STATS: dict | None = None           # path -> its ``stat_once``, inside ``listed_once``
 _LISTED_USERS = 0
 _LISTED_LOCK = threading.Lock()
 
@@ -139,22 +154,24 @@ _LISTED_LOCK = threading.Lock()
 @contextlib.contextmanager
 def listed_once():
     """Inside the block (a scrub run, on the driver: its queue check, the state it records, its refusal, the
-    recovery report and the settings each list every queue directory), ``StoreMap.queue_files`` lists each
-    directory once and gives every later caller that listing: one view of the run, names only — whoever
-    trusts a file still takes its size and times (``verify.cross.file_stat``). Blocks may nest or overlap
-    (threads): the listings go when the last one ends."""
-    global _LISTED, _LISTED_USERS
+    recovery report and the settings each list every queue directory and stat its files),
+    ``StoreMap.queue_dirs`` lists each queue tree once, ``StoreMap.queue_files`` each directory once and
+    ``stat_once`` stats each file once, and every later caller gets that: one view of the run. A file's size and times are so taken before anything of it is read
+    (the listing stats each file), which is what whoever trusts a file by them records
+    (``verify.cross.file_stat``): bytes a broker appends during the run move them for the next. Blocks may nest
+    or overlap (threads): the listings and stats go when the last one ends."""
+    global _LISTED, _STATS, _LISTED_USERS
     with _LISTED_LOCK:
         _LISTED_USERS += 1
         if _LISTED is None:
-            _LISTED = {}
+            _LISTED, _STATS = {}, {}
     try:
         yield
     finally:
         with _LISTED_LOCK:
             _LISTED_USERS -= 1
             if not _LISTED_USERS:
-                _LISTED = None
+                _LISTED = _STATS = None
 
 
 @dataclass(frozen=True)
@@ -242,9 +259,20 @@ class StoreMap:
 
     def queue_dirs(self, under: Path | None = None) -> list[tuple[str, int, Path]]:
         """(topic, queue_id, directory) of every ConsumeQueue (``under``: of another queue tree), as RocketMQ loads
-        them: queue directories whose names are not integers are skipped, as the broker skips them."""
-        out = []
+        them: queue directories whose names are not integers are skipped, as the broker skips them (inside
+        ``listed_once``, the block's first listing of the tree)."""
         cq = self.consumequeue_dir if under is None else under
+        listed = _LISTED
+        if listed is None or cq is None:
+            return self._queue_dirs(cq)
+        key = ("queue dirs", os.fspath(cq))
+        if key not in listed:
+            listed[key] = self._queue_dirs(cq)
+        return list(listed[key])
+
+    @staticmethod
+    def _queue_dirs(cq: Path | None) -> list[tuple[str, int, Path]]:
+        out = []
         if cq is None or not cq.is_dir():
             return out
         for topic_dir in sorted(cq.iterdir()):

@@ -51,7 +51,7 @@ from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq.settings import BrokerSettings
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.store.layout import StoreMap, relative_name
+from rocketstore_spark.store.layout import StoreMap, relative_name, stat_once
 from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.verify.scrub import new_hash
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
@@ -98,7 +98,7 @@ def file_stat(path: str) -> list[int]:
     """[size, modification time, change time (ns), inode]: what tells a file unchanged since the last run. The
     change time moves with every write and with every change of the modification time itself (``utime``): no
     call sets it back, so a file rewritten in place with its modification time put back still shows."""
-    st = os.stat(path)
+    st = stat_once(path)
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 

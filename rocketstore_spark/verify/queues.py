@@ -33,7 +33,6 @@ entries, about 300 bytes a queue offset of PART_SLOTS (80 MB at the default), no
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,8 +42,8 @@ from rocketstore_spark.codec import consumequeue
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE, EXT_ADDRESS_MAX
 from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq import consumequeue as cq
-from rocketstore_spark.store.layout import StoreMap, relative_name
-from rocketstore_spark.store.queues import held_file_count, unreadable_queue_file
+from rocketstore_spark.store.layout import StoreMap, relative_name, stat_once
+from rocketstore_spark.store.queues import held_file_count, read_held, unreadable_queue_file
 
 Locate = Callable[[int], tuple[str, int]]        # physical offset -> (segment file, position in it)
 
@@ -103,22 +102,30 @@ def _listing(queue_dir: str | None, root: str) -> list[tuple[str, str, int, int,
     queue's directory, in order: listed and sized once."""
     out = []
     for path, cq_offset in (StoreMap.queue_files(queue_dir) if queue_dir is not None else []):
-        size = os.path.getsize(path)
+        size = stat_once(path).st_size
         out.append((path, relative_name(path, root), cq_offset, size, unreadable_queue_file(path, cq_offset, size)))
     return out
 
 
-def _queue_files(listed: list, counts: dict[str, int] | None = None) -> list[_File]:
+def _queue_files(listed: list, counts: dict[str, int] | None = None,
+                 held: dict[int, np.ndarray] | None = None) -> list[_File]:
     """The queue's files that are read (``listed``: ``_listing``'s), in order, each sized to what it holds (read
     from its end; ``counts``: file name relative to the root -> what it holds, of files known unchanged since
-    that was read)."""
+    that was read). ``held``: when given, the files not in ``counts`` are read whole instead (their held
+    entries, ``store.queues.read_held``: one read) and kept there by their index among the files."""
     files, base = [], 0
     counts = counts or {}
     for path, name, cq_offset, _, unreadable in listed:
         if unreadable:
             continue
         f = _File(name, path, cq_offset, base=base)
-        f.count = counts[f.name] if f.name in counts else held_file_count(path)
+        if f.name in counts:
+            f.count = counts[f.name]
+        elif held is not None:
+            held[len(files)] = read_held(path)
+            f.count = len(held[len(files)])
+        else:
+            f.count = held_file_count(path)
         files.append(f)
         base += f.count
     return files
@@ -269,9 +276,9 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
         listed = _listing(queue_dir, root)
         if _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size):
             continue
-        files = _queue_files(listed, resume["counts"])
+        held: dict[int, np.ndarray] = {}        # the files read whole: those a broker appended to since
+        files = _queue_files(listed, resume["counts"], held)
         v = QueueVerdict(topic, queue_id, files=len(files), held=[(f.path, f.base, f.count) for f in files])
-        held: dict[int, np.ndarray] = {}
 
         def read(j: int, files=files, held=held) -> np.ndarray:
             if j not in held:
@@ -285,7 +292,8 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
         for j, f in enumerate(files):
             start = max(0, last + 1 - f.base)
             if start < f.count:
-                raws.append(read(j)[start:] if j in held else f.read(start, f.count))
+                # a copy of the new part: the file's whole entries are not kept while every queue is gathered
+                raws.append(held[j][start:].copy() if j in held else f.read(start, f.count))
                 qos.append(f.first + np.arange(start, f.count, dtype=np.int64))
                 walked.append(f.base + np.arange(start, f.count, dtype=np.int64))
         fast.append((k, v, resume, records, raws, qos, walked))
@@ -357,23 +365,27 @@ def _resumed_answers(fast: list[tuple], log: LogBounds, file_size: int) -> list[
         differ = (a_qo[same] != slots[ok_r]) | (a_phy[same] != r_phy[ok_r]) | (a_size[same] != cols["size"][ok_r]) \
             | (a_tags[same] != cols["tags_code"][ok_r])
         bad[a_q[same][differ]] = True
+    # each queue's rows are one run of a_q and of r_q (gathered queue after queue): its slice, not a mask per queue
+    queue_ids = np.arange(n)
+    a_lo, a_hi = np.searchsorted(a_q, queue_ids), np.searchsorted(a_q, queue_ids, side="right")
+    r_lo, r_hi = np.searchsorted(r_q, queue_ids), np.searchsorted(r_q, queue_ids, side="right")
+    expired = np.r_[0, np.cumsum(a_phy < log.min_offset)]
     for i, (_, v, resume, records, *_) in enumerate(fast):
         if bad[i]:
             continue
         walk = dict(resume["walk"])
-        mine = a_q == i
-        if mine.any():
-            phy = a_phy[mine]
-            walk["previous"] = int(phy[-1])
-            walk["entries"] += int(mine.sum())
-            walk["expired"] += int((phy < log.min_offset).sum())
-            walk["last"], walk["written_end"] = int(a_walked[mine][-1]), int(a_qo[mine][-1]) + 1
-        rows = r_q == i
-        previous = [int(r_qo[rows][-1]), int(r_phy[rows][-1])] if rows.any() else resume["previous"]
+        lo, hi = int(a_lo[i]), int(a_hi[i])
+        if hi > lo:
+            walk["previous"] = int(a_phy[hi - 1])
+            walk["entries"] += hi - lo
+            walk["expired"] += int(expired[hi] - expired[lo])
+            walk["last"], walk["written_end"] = int(a_walked[hi - 1]), int(a_qo[hi - 1]) + 1
+        rlo, rhi = int(r_lo[i]), int(r_hi[i])
+        previous = [int(r_qo[rhi - 1]), int(r_phy[rhi - 1])] if rhi > rlo else resume["previous"]
         state = [int(x) for x in states[i, :cq.WRITTEN]] + [int(a + b) for a, b in zip(resume["state"][cq.WRITTEN:],
                                                                                     states[i, cq.WRITTEN:])]
         v.entries, v.expired = walk["entries"], walk["expired"]
-        v.records = resume["records"] + int(rows.sum())
+        v.records = resume["records"] + rhi - rlo
         v.dispatch_max_offset = max(state[cq.END], 0)
         v.resume = {"state": state, "previous": previous, "walk": walk, "records": v.records,
                     "summaries": v.resume["summaries"]}
