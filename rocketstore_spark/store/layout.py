@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import re
 import stat
@@ -113,9 +114,11 @@ def display_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "replace")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def relative_name(path: str, root: str) -> str:
     """``os.path.relpath(path, root)``, without its two ``abspath`` calls when ``path`` is a clean path under
-    ``root`` (as the store's listings give them): per file of a store with thousands, that is most of the cost."""
+    ``root`` (as the store's listings give them): per file of a store with thousands, that is most of the cost.
+    Remembered (a pure function of its two strings): a scrub run names each queue file four or five times."""
     if path.startswith(root) and path[len(root):len(root) + 1] == os.sep:
         rest = path[len(root) + 1:]
         if rest and f"{os.sep}." not in os.sep + rest and os.sep * 2 not in rest and not rest.endswith(os.sep):
