@@ -8,7 +8,6 @@ damage are scanned whole."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
