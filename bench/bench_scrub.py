@@ -36,7 +36,8 @@ outweigh a store this small. Steps, each timed in this process (``report.audit.a
                         full audit of the grown store, whose findings it must equal, and the recovery report alone
                         (a part of both). ``--compare-whole``: as many runs again, interleaved, with resumed
                         segment scans off (``verify.scrub.RESUMABLE`` emptied: a segment that changed is scanned
-                        whole, as before #28's resumed scans) — the same run's A/B
+                        whole, as before #28's resumed scans), which of the two first alternating — the same
+                        run's A/B; and the scan of the segment it resumes alone, resumed and whole, alternating
 
 The store is put back as it was afterwards (the new segment removed, the changed files restored, the last
 segment's bytes put back). Figures go to
@@ -52,6 +53,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +73,7 @@ from rocketstore_spark.store.discovery import discover  # noqa: E402
 from rocketstore_spark.store.scan import segment_audit  # noqa: E402
 from rocketstore_spark.store.segment_reader import SegmentReader  # noqa: E402
 from rocketstore_spark.verify import scrub as verify_scrub  # noqa: E402
+from rocketstore_spark.verify.store import store_root  # noqa: E402
 from tests.builders import rebase_segment, synthetic_segment  # noqa: E402
 
 
@@ -183,6 +186,22 @@ def read_from(path: Path, base: int, start: int) -> None:
         pass
 
 
+def tail_scan_times(layout, state_before: str, args) -> dict | None:
+    """The scan of the segment the run after growth resumes (``verify.scrub.check_segment``), resumed and whole,
+    alternating, --after-repeat times each (ms): the part of the run the resumed scan changes, measured alone."""
+    prev = verify_scrub.load_state(state_before)["stores"][os.path.abspath(layout.name)]
+    plan = verify_scrub.plan_segments(layout, store_root(layout), prev, prev["run"] + 1, args.rotation)
+    task = next((t for t in plan.tasks if t.resume), None)
+    if task is None:
+        return None
+    times = {"segment": task.name, "resumed_from": task.resume["position"], "resumed": [], "whole": []}
+    for k in range(args.after_repeat):
+        for whole in (False, True) if k % 2 == 0 else (True, False):
+            seconds, _ = timed(lambda: verify_scrub.check_segment(replace(task, resume=None) if whole else task, 0))
+            times["whole" if whole else "resumed"].append(round(seconds * 1000, 1))
+    return times
+
+
 def findings_of(run) -> Counter:
     return Counter(json.dumps(f, sort_keys=True) for f in run.audit.docs[0]["findings"]) if hasattr(run, "audit") \
         else Counter(json.dumps(f, sort_keys=True) for f in run.docs[0]["findings"])
@@ -244,17 +263,18 @@ def main(argv=None):
         read_new = min(timed(lambda: [read_from(*g) for g in grown])[0] for _ in range(args.repeat))
         shutil.copy(state, state + ".before")
         afters, wholes = [], []
-        for _ in range(args.after_repeat):      # each from the state before growth: the same run again
-            shutil.copy(state + ".before", state)
-            afters.append(timed(scrub))
-            if args.compare_whole:              # the same run with resumed segment scans off
+        for k in range(args.after_repeat):      # each from the state before growth: the same run again
+            # with --compare-whole, the same run with resumed segment scans off too, first every other time
+            for whole in ((False, True) if k % 2 == 0 else (True, False)) if args.compare_whole else (False,):
                 shutil.copy(state + ".before", state)
-                resumable, verify_scrub.RESUMABLE = verify_scrub.RESUMABLE, ()
+                resumable = verify_scrub.RESUMABLE
+                verify_scrub.RESUMABLE = () if whole else resumable
                 try:
-                    wholes.append(timed(scrub))
+                    (wholes if whole else afters).append(timed(scrub))
                 finally:
                     verify_scrub.RESUMABLE = resumable
         after_s, after = min(afters, key=lambda a: a[0])
+        tail_scans = tail_scan_times(layouts()[0], state + ".before", args) if args.compare_whole else None
         after_audit_s, after_audit = timed(audit)
         recovery_s, _ = timed(lambda: recovery_report(str(store), broker_conf=conf))
         s = after.audit.docs[0]["scrub"]
@@ -290,6 +310,7 @@ def main(argv=None):
         "after_growth_segments": [c["segment"].split("/")[-1] + " " + c["reason"]
                                   + (f" (resumed from {c['resumed_from']})" if "resumed_from" in c else "")
                                   for c in s["checked"]],
+        "tail_segment_scan_ms": tail_scans,
         "after_growth_whole_scans_seconds": round(min(w[0] for w in wholes), 3) if wholes else None,
         "after_growth_whole_scans_runs": [round(w[0], 3) for w in wholes] if wholes else None,
         "after_growth_whole_scans_share_of_audit": round(min(w[0] for w in wholes) / best, 4) if wholes else None,

@@ -8,10 +8,13 @@ damage are scanned whole."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.findings import CAP
@@ -269,3 +272,19 @@ def test_through_spark_the_resumed_scans_answer_as_in_process(spark, tmp_path):
         assert doc["scrub"]["checked"][0]["resumed_from"] == offsets[70]
     assert stores["here"]["findings"] == stores["spark"]["findings"]
     assert stores["here"]["scrub"]["bytes_checked"] == stores["spark"]["scrub"]["bytes_checked"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(points=st.lists(st.integers(1, 399), min_size=2, max_size=4, unique=True).map(sorted),
+       bad_body=st.sets(st.integers(0, 399), max_size=30), bad_props=st.sets(st.integers(0, 399), max_size=30),
+       back=st.sets(st.integers(1, 399), max_size=5))
+def test_growth_at_any_points_answers_as_whole_scans(points, bad_body, bad_props, back):
+    """Any steps, any BODYCRC and ``__CRC32#`` failures, store times going back anywhere (at a step too): every
+    scanned segment's record is the whole scan's, and a segment that could be resumed was."""
+    w, offsets = written(400, bad_body=bad_body, bad_props=bad_props, times={k: T0 + 10 * k - 777 for k in back})
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = steps(Path(tmp), Broker(Path(tmp), w, offsets), points)
+    first = f"commitlog/{offset_name(0)}"
+    for before, now in zip(runs, runs[1:]):
+        if first in now and "resume" in before.get(first, {}):
+            assert now[first]["resumed_from"] == before[first]["resume"]["position"]
