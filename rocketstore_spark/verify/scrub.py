@@ -7,7 +7,7 @@ Per segment the state keeps its size, modification time (ns), whether a later se
 sampled blocks of its bytes (``sample_digest``: SAMPLE_BLOCKS blocks of BLOCK bytes spread evenly over the
 file, 256 KiB of a 1 GiB segment; every digest of the scrub is ``new_hash``'s), the run that last scanned it whole, the scan's verdict (records, where the
 valid data ends and why, CRC failures, store times) and its findings (rows of the findings schema, files
-relative to the store root). A run scans again, whole, with BODYCRC, the 5.x ``__CRC32#`` property and
+relative to the store root). A run scans again (whole, unless resumed: below), with BODYCRC, the 5.x ``__CRC32#`` property and
 store-time checks (``store.scan.scan_segment``, as the audit does):
 
 * ``new``: a segment the state does not know;
@@ -41,7 +41,9 @@ wherever the scan runs, the scan starts its reader and audit from it): verdict a
 whole scan's — a time step across the position, the caps, the end and what follows it (BLANK or not, a later
 segment or not) included — and the record the whole scan's (``checked_run`` this run: the digest vouches the
 bytes below the position are those scanned). Anything else is scanned whole; a record without ``resume`` (an
-older state's, a followed segment's) too. A scan whose clock is behind the carried one's is made whole.
+older state's, a followed segment's, a DLedger one's) too. A scan whose clock is behind the carried one's is
+made whole. The scrub's entry names a resumed segment's position (``resumed_from``) and counts the bytes from
+there to the file's end as scanned.
 
 The state file is one JSON document (type rocketstore-spark/scrub-state, version 2) for any number of stores,
 keyed by the store's path, written atomically (``store.durable``) and never under a store. It is a cache: a state
