@@ -4,6 +4,10 @@ of new data was appended as a broker appends it.
 
     .venv/bin/python bench/bench_scrub.py --gib 2 --segment-mib 64 --out /tmp/rs-bench-scrub     # 32 segments
 
+A broker's last segment is partly written: --tail-fill F (default 0.5) leaves in the store's last segment only
+its records up to F of its size, zeros after (the queues and IndexFiles synced to it), before anything is timed;
+``--tail-fill 1`` keeps the store as built (every segment full, the growth in a new one).
+
 The store: our encoder's (bench_read.build_store, 20 topics x 8 queues, queue offsets carried on as a broker
 numbers them) with ConsumeQueues and IndexFiles from our rebuild (``--resync``: every record; byte-identical to
 RocketMQ's) and a checkpoint as of the last record. Its geometry is scaled to its size (``broker.conf`` in
@@ -18,18 +22,25 @@ outweigh a store this small. Steps, each timed in this process (``report.audit.a
     scrub, first run    every segment new: the audit's work plus the state
     scrub, unchanged    --rotation runs on the unchanged store (a full rotation): seconds of each, how many
                         segments each scanned; the share is the mean run against the audit (target <= 5 %)
-    growth              a new segment holding --grow of the store's bytes in records (queue offsets carried on,
-                        zeros after them, as a broker leaves the segment it writes), and the ConsumeQueue and
-                        IndexFile bytes our rebuild gives the grown store written where they differ: the closed
-                        files keep their bytes and times, the files a broker appends to change (not timed)
-    read of the new     the new records read and checked (``store.scan.scan_segment`` of the new segment: CRC,
-                        properties CRC, store times), best of --repeat
+    growth              --grow of the store's bytes in records appended as a broker appends them: into the last
+                        segment first (its next records: the same size, a new time), and when it is full (its
+                        BLANK written) into a new segment (queue offsets carried on, zeros after them), and the
+                        ConsumeQueue and IndexFile bytes our rebuild gives the grown store written where they
+                        differ: the closed files keep their bytes and times, the files a broker appends to
+                        change (not timed)
+    read of the new     the new records read and checked (``store.segment_reader.SegmentReader`` from the first
+                        new record with the segment scan's audit: CRC, properties CRC, store times), best of
+                        --repeat
     scrub after growth  one run (target <= 5 % of the audit plus the read of the new), or the best of
                         --after-repeat runs each from the state before growth (the spread under load); then the
                         full audit of the grown store, whose findings it must equal, and the recovery report alone
-                        (a part of both)
+                        (a part of both). ``--compare-whole``: as many runs again, interleaved, with resumed
+                        segment scans off (``verify.scrub.RESUMABLE`` emptied: a segment that changed is scanned
+                        whole, as before #28's resumed scans), which of the two first alternating — the same
+                        run's A/B; and the scan of the segment it resumes alone, resumed and whole, alternating
 
-The store is put back as it was afterwards (the new segment removed, the changed files restored). Figures go to
+The store is put back as it was afterwards (the new segment removed, the changed files restored, the last
+segment's bytes put back). Figures go to
 stdout and OUT/scrub-results.json.
 """
 from __future__ import annotations
@@ -42,6 +53,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +70,10 @@ from rocketstore_spark.recovery.report import recovery_report  # noqa: E402
 from rocketstore_spark.report.audit import audit_stores  # noqa: E402
 from rocketstore_spark.report.scrub import scrub_stores  # noqa: E402
 from rocketstore_spark.store.discovery import discover  # noqa: E402
-from rocketstore_spark.store.scan import scan_segment  # noqa: E402
+from rocketstore_spark.store.scan import segment_audit  # noqa: E402
+from rocketstore_spark.store.segment_reader import SegmentReader  # noqa: E402
+from rocketstore_spark.verify import scrub as verify_scrub  # noqa: E402
+from rocketstore_spark.verify.store import store_root  # noqa: E402
 from tests.builders import rebase_segment, synthetic_segment  # noqa: E402
 
 
@@ -70,7 +85,7 @@ def timed(fn):
 
 def sync_queues(store: Path, conf: str, saved: dict | None = None) -> None:
     """The store's ConsumeQueues and IndexFiles as our rebuild (``--resync``) gives them, written only where they
-    differ (a broker's closed files stay as they were), and a checkpoint as of the newest IndexFile and record;
+    differ (a broker's closed files stay as they were), those it does not give removed, and a checkpoint as of the newest IndexFile and record;
     ``saved``: path -> its bytes before (None: it was not there), to put back."""
     out = store.parent / "rebuilt"
     shutil.rmtree(out, ignore_errors=True)
@@ -87,6 +102,12 @@ def sync_queues(store: Path, conf: str, saved: dict | None = None) -> None:
             saved.setdefault(dest, dest.read_bytes() if dest.exists() else None)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
+    for sub in ("consumequeue", "index"):       # files of a longer log than this one (``--tail-fill``): gone
+        for dest in sorted((store / sub).rglob("*")):
+            if dest.is_file() and not (out / dest.relative_to(store)).exists():
+                if saved is not None:
+                    saved.setdefault(dest, dest.read_bytes())
+                dest.unlink()
     shutil.rmtree(out)
     cp = store / "checkpoint"
     if saved is not None:
@@ -96,20 +117,89 @@ def sync_queues(store: Path, conf: str, saved: dict | None = None) -> None:
                                      index_msg_timestamp=index_ts))
 
 
-def grow(store: Path, segment_mib: int, fraction: float) -> tuple[Path, int]:
-    """A new segment after the last, holding about ``fraction`` of the store's bytes in whole records of the
-    template (queue offsets carried on from the last copy's), zeros after them: (its path, bytes of records)."""
+def record_ends(segment_mib: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(template, its record positions, each record's end) of every segment of the store (``build_store``'s copies
+    of one template)."""
+    template, positions = synthetic_segment(segment_mib << 20)
+    ends = np.r_[positions[1:], positions[-1] + int.from_bytes(template[positions[-1]:positions[-1] + 4], "big")]
+    return template, positions, ends
+
+
+def keep(saved: dict, path: Path) -> None:
+    """Remember ``path``'s bytes (None: not there) to put back, unless remembered already."""
+    saved.setdefault(path, path.read_bytes() if path.exists() else None)
+
+
+def write_upto(path: Path, original: bytes, end: int) -> None:
+    """The segment holding ``original``'s first ``end`` bytes, zeros after as a hole (the size of the file kept): a
+    broker's segment as RocketMQ creates it (``setLength``, without the optional warm-up that writes zeros)."""
+    with open(path, "wb") as f:
+        f.write(original[:end])
+        f.truncate(len(original))
+
+
+def tail_fill(store: Path, segment_mib: int, fill: float, saved: dict) -> int:
+    """Leave the last segment with its records up to ``fill`` of its size, zeros after: where its data ends."""
+    last = sorted((store / "commitlog").iterdir())[-1]
+    _, positions, ends = record_ends(segment_mib)
+    if fill >= 1:
+        return len(last.read_bytes())            # full: with its BLANK
+    end = int(ends[max(0, np.searchsorted(ends, int(fill * (segment_mib << 20)), side="right") - 1)])
+    keep(saved, last)
+    write_upto(last, saved[last], end)
+    return end
+
+
+def grow(store: Path, segment_mib: int, nbytes: int, fill_end: int, saved: dict) -> tuple[list, int]:
+    """About ``nbytes`` of whole records appended as a broker appends them: the last segment's next records from
+    ``fill_end`` (its own, as built), and when it is full, its BLANK and a new segment holding the rest (the
+    template's records, queue offsets carried on from the last copy's), zeros after: ([(path, base offset, first
+    new byte)], bytes of records written)."""
     files = sorted((store / "commitlog").iterdir())
     seg_size = segment_mib << 20
-    template, positions = synthetic_segment(seg_size)
+    template, positions, ends = record_ends(segment_mib)
+    last = files[-1]
+    grown, written = [], 0
+    if fill_end < int(ends[-1]):
+        keep(saved, last)
+        want = fill_end + nbytes
+        end = int(ends[np.searchsorted(ends, want, side="right") - 1]) if want < ends[-1] else seg_size
+        write_upto(last, saved[last], end)                  # seg_size: the rest, its BLANK among it
+        grown.append((last, int(last.name), fill_end))
+        written = min(end, int(ends[-1])) - fill_end
+        if end < seg_size:                                  # room left: no new segment
+            return grown, written
+        nbytes -= written
     k = len(files)
     data = rebase_segment(template, positions, k * seg_size, queue_offset_delta=k * queue_sizes(template, positions))
-    ends = np.r_[positions[1:], positions[-1] + int.from_bytes(template[positions[-1]:positions[-1] + 4], "big")]
-    written = int(ends[np.searchsorted(ends, int(fraction * seg_size * k), side="right") - 1])
-    data[written:] = 0
+    end = int(ends[max(0, np.searchsorted(ends, nbytes, side="right") - 1)])
     path = store / "commitlog" / f"{k * seg_size:020d}"
-    path.write_bytes(data.tobytes())
-    return path, written
+    keep(saved, path)
+    write_upto(path, data.tobytes(), end)
+    grown.append((path, k * seg_size, 0))
+    return grown, written + end
+
+
+def read_from(path: Path, base: int, start: int) -> None:
+    """The records of a segment from ``start`` (a record start) read and checked as a segment scan checks them."""
+    for _ in SegmentReader(str(path), base, segment_audit(True, True, True), start=start, at_record=True):
+        pass
+
+
+def tail_scan_times(layout, state_before: str, args) -> dict | None:
+    """The scan of the segment the run after growth resumes (``verify.scrub.check_segment``), resumed and whole,
+    alternating, --after-repeat times each (ms): the part of the run the resumed scan changes, measured alone."""
+    prev = verify_scrub.load_state(state_before)["stores"][os.path.abspath(layout.name)]
+    plan = verify_scrub.plan_segments(layout, store_root(layout), prev, prev["run"] + 1, args.rotation)
+    task = next((t for t in plan.tasks if t.resume), None)
+    if task is None:
+        return None
+    times = {"segment": task.name, "resumed_from": task.resume["position"], "resumed": [], "whole": []}
+    for k in range(args.after_repeat):
+        for whole in (False, True) if k % 2 == 0 else (True, False):
+            seconds, _ = timed(lambda: verify_scrub.check_segment(replace(task, resume=None) if whole else task, 0))
+            times["whole" if whole else "resumed"].append(round(seconds * 1000, 1))
+    return times
 
 
 def findings_of(run) -> Counter:
@@ -126,6 +216,10 @@ def main(argv=None):
     p.add_argument("--grow", type=float, default=0.01)
     p.add_argument("--after-repeat", type=int, default=1,
                    help="runs of the scrub after growth, each from the state before it (best reported)")
+    p.add_argument("--tail-fill", type=float, default=0.5,
+                   help="the last segment holds its records up to this share of its size (1: full, as built)")
+    p.add_argument("--compare-whole", action="store_true",
+                   help="also time the scrub after growth with resumed segment scans off, interleaved")
     args = p.parse_args(argv)
     build_store(args.out, args.gib, args.segment_mib, queue_offsets=True)
     store = args.out / "store"
@@ -144,8 +238,10 @@ def main(argv=None):
     state = str(work / "state.json")
     scrub = lambda: scrub_stores(layouts(), state, rotation=args.rotation, broker_conf=conf)   # noqa: E731
     saved: dict = {}
-    grown = None
     try:
+        fill_end = tail_fill(store, args.segment_mib, args.tail_fill, saved)
+        if saved:
+            sync_queues(store, conf, saved)
         timed(audit)                                                     # warm-up: kernels, page cache
         audits = [timed(audit)[0] for _ in range(args.repeat)]
         best = min(audits)
@@ -159,27 +255,32 @@ def main(argv=None):
         segs = sorted((store / "commitlog").iterdir())
         total = sum(f.stat().st_size for f in segs)
         # growth, as a broker appends
-        grown, grown_bytes = grow(store, args.segment_mib, args.grow)
+        current = lambda p: p.read_bytes() if p.exists() else None          # noqa: E731
+        before = {p: current(p) for p in saved}                             # as the growth finds them
+        grown, grown_bytes = grow(store, args.segment_mib, int(args.grow * total), fill_end, saved)
         sync_queues(store, conf, saved)
-        changed = sorted(str(p.relative_to(store)) for p in saved)
-        base = int(grown.name)
-        read_new = min(timed(lambda: scan_segment(str(grown), base, check_crc=True, followed=False,
-                                                  check_properties_crc=True, check_times=True))[0]
-                       for _ in range(args.repeat))
+        changed = sorted(str(p.relative_to(store)) for p in saved if current(p) != before.get(p, saved[p]))
+        read_new = min(timed(lambda: [read_from(*g) for g in grown])[0] for _ in range(args.repeat))
         shutil.copy(state, state + ".before")
-        afters = []
-        for _ in range(args.after_repeat):      # each from the state before growth: the same run again
-            shutil.copy(state + ".before", state)
-            afters.append(timed(scrub))
+        afters, wholes = [], []
+        for k in range(args.after_repeat):      # each from the state before growth: the same run again
+            # with --compare-whole, the same run with resumed segment scans off too, first every other time
+            for whole in ((False, True) if k % 2 == 0 else (True, False)) if args.compare_whole else (False,):
+                shutil.copy(state + ".before", state)
+                resumable = verify_scrub.RESUMABLE
+                verify_scrub.RESUMABLE = () if whole else resumable
+                try:
+                    (wholes if whole else afters).append(timed(scrub))
+                finally:
+                    verify_scrub.RESUMABLE = resumable
         after_s, after = min(afters, key=lambda a: a[0])
+        tail_scans = tail_scan_times(layouts()[0], state + ".before", args) if args.compare_whole else None
         after_audit_s, after_audit = timed(audit)
         recovery_s, _ = timed(lambda: recovery_report(str(store), broker_conf=conf))
         s = after.audit.docs[0]["scrub"]
         same = findings_of(after) == findings_of(after_audit)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        if grown is not None:
-            grown.unlink()
         for path, data in saved.items():
             if data is None:
                 path.unlink()
@@ -190,7 +291,8 @@ def main(argv=None):
     without = [r["seconds"] for r in runs if not r["segments"]]
     result = {
         "store": {"gib": args.gib, "segment_mib": args.segment_mib, "segments": len(segs), "bytes": total,
-                  "cq_entries": args.cq_entries, "index_num": args.index_num},
+                  "cq_entries": args.cq_entries, "index_num": args.index_num, "tail_fill": args.tail_fill,
+                  "last_segment_data_end": fill_end},
         "load_average": os.getloadavg(),
         "audit_seconds": round(best, 3), "audits": [round(a, 3) for a in audits],
         "scrub_first_seconds": round(first, 3),
@@ -205,7 +307,15 @@ def main(argv=None):
         "after_growth_runs": [round(a[0], 3) for a in afters],
         "after_growth_target_seconds": round(0.05 * best + read_new, 3),
         "after_growth_cross_checks": s["cross_checks"], "after_growth_whole_because": s.get("cross_checks_whole_because"),
-        "after_growth_segments": [c["segment"].split("/")[-1] + " " + c["reason"] for c in s["checked"]],
+        "after_growth_segments": [c["segment"].split("/")[-1] + " " + c["reason"]
+                                  + (f" (resumed from {c['resumed_from']})" if "resumed_from" in c else "")
+                                  for c in s["checked"]],
+        "tail_segment_scan_ms": tail_scans,
+        "after_growth_whole_scans_seconds": round(min(w[0] for w in wholes), 3) if wholes else None,
+        "after_growth_whole_scans_runs": [round(w[0], 3) for w in wholes] if wholes else None,
+        "after_growth_whole_scans_share_of_audit": round(min(w[0] for w in wholes) / best, 4) if wholes else None,
+        "after_growth_whole_scans_bytes_scanned": wholes[0][1].audit.docs[0]["scrub"]["bytes_checked"] if wholes
+        else None,
         "after_growth_bytes_scanned": s["bytes_checked"],
         "audit_of_grown_seconds": round(after_audit_s, 3), "findings_equal_the_audit": same,
         "findings": len(after_audit.docs[0]["findings"]),

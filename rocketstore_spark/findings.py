@@ -156,6 +156,16 @@ class FindingCap:
         for f in findings:
             self.add(f)
 
+    def carry(self, check: str, first: Finding, last: Finding, count: int) -> None:
+        """``count`` findings of ``check`` past the cap, the first and the last of them given, as if they had been
+        added (after the kept ones): a unit of work resumed from where an earlier pass over its start ended."""
+        self._seen[check] = self._seen.get(check, 0) + count
+        self._over[check] = [first, last, count]
+
+    def over(self) -> list[tuple[str, Finding, Finding, int]]:
+        """(check, first left out, last left out, how many) of each check past the cap (``carry`` takes them)."""
+        return [(check, first, last, count) for check, (first, last, count) in self._over.items()]
+
     def summaries(self) -> list[Finding]:
         """One finding per check that went past the cap (``omitted``)."""
         return [omitted(first, last, count) for first, last, count in self._over.values()]

@@ -3,8 +3,10 @@ answer — every check and the recovery report, per store, as ``report.audit``'s
 changed since the last run rather than of the store's size.
 
 Segments: ``verify.scrub.plan_segments`` says which are scanned again (new, grown, modified, bytes changed, and
-a rotating 1/N share of the rest; the module docstring there); the others' verdicts and findings are carried
-over from the state. The scans run through ``scan`` (default: on THREADS threads here; ``spark.scrub`` runs
+a rotating 1/N share of the rest; the module docstring there) and which of them resume where their last scan
+ended; the others' verdicts and findings are carried over from the state. One ``verify.cross.PrefixDigests`` a
+run serves the plan (a resumed segment's prefix), the scanned segments' records and the cross-checks: the last
+segment's prefix is read once. The scans run through ``scan`` (default: on THREADS threads here; ``spark.scrub`` runs
 them on executors).
 
 Cross-checks — ConsumeQueues, IndexFiles, checkpoint and shutdown state, consumer offsets, the store's
@@ -23,8 +25,8 @@ settings are resolved again likewise, each older IndexFile's inferred slot count
 same rule (``store.indexes.SlotCounts``). On a live broker, whose queues, checkpoint and offsets change all
 the time, that is every night: resumed.
 
-The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned and why, the
-bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
+The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned, why and from
+where (``resumed_from``: a segment resumed where its last scan ended, ``verify.scrub``), the bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
 (``cross_checks_whole_because``: what could not be resumed), the rotation.
 """
 from __future__ import annotations
@@ -51,7 +53,7 @@ from rocketstore_spark.store.outputs import outside_stores, store_roots
 from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
-                                            plan_segments, save_state, segment_summary)
+                                            plan_segments, record_prefix, save_state, segment_summary)
 from rocketstore_spark.verify.store import StoreVerdict, relative, store_root, verify_store
 
 THREADS = 2
@@ -85,7 +87,7 @@ def _settings_key(options: dict | None, broker_conf: str | None) -> str:
 
 def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,
                   resume: dict | None, segments: dict[str, dict], queue_files: dict | None,
-                  scans: dict[int, object] | None = None) -> dict:
+                  scans: dict[int, object] | None = None, prefixes: PrefixDigests | None = None) -> dict:
     """Everything but the segment scans, beside the recovery report as the audit runs them: resumed from the
     last run's ``resume`` when ``verify.cross`` can show the result is the whole check's, else
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
@@ -93,11 +95,12 @@ def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker
     the closed ConsumeQueue files its recovery report looked at (name -> [``verify.cross.file_stat``, summary]:
     ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again); ``scans``: the
     segments this run scanned (base offset -> ``store.scan.SegmentSummary``, BODYCRC checked), which the
-    recovery report takes rather than scanning them again (``QueueFeed.offer_scans``, as the audit's)."""
+    recovery report takes rather than scanning them again (``QueueFeed.offer_scans``, as the audit's);
+    ``prefixes``: the run's digests (the segment plan's and records' too: the tail segment's prefix read once)."""
     root = store_root(layout)
     reads = QueueFileReads({os.path.join(root, n): v for n, v in (queue_files or {}).items()}, identity=file_stat)
     verdicts = {n: r["verdict"] for n, r in segments.items()}
-    prefixes = PrefixDigests()          # the files digested up to the last run's point go on to this run's
+    prefixes = prefixes or PrefixDigests()    # the files digested up to the last run's point go on to this run's
     why = refusal(layout, resume, verdicts, prefixes)
     feed = None
     if scans:
@@ -168,6 +171,7 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
     key = _settings_key(options, broker_conf)
     out = ScrubRun(Audit(), state)
     plans, previous, runs, started = {}, {}, {}, time.perf_counter()
+    prefixes = PrefixDigests()          # one a run: the segment plan, the records and the cross-checks share it
     for layout in layouts:
         root = store_root(layout)
         prev = state["stores"].get(os.path.abspath(layout.name))      # the same store however it was spelled
@@ -176,11 +180,13 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
         previous[layout.name] = prev
         runs[root] = (prev or {}).get("run", 0) + 1
         if not layout.refused(Work.READ_COMMITLOG):
-            plans[layout.name] = plan_segments(layout, root, prev, runs[root], rotation)
+            plans[layout.name] = plan_segments(layout, root, prev, runs[root], rotation, prefixes)
     # every store's segment scans at once (one Spark job, or one pool)
     tasks = [t for p in plans.values() for t in p.tasks]
     # as the state will hold them (JSON), so that what is carried over compares equal to what is found again
     scanned = {(t.root, t.name): _as_json(r) for t, r in zip(tasks, scan(tasks, runs))} if tasks else {}
+    for t in tasks:
+        record_prefix(scanned[(t.root, t.name)], t.path, prefixes)
     scan_seconds = time.perf_counter() - started
     for layout in layouts:
         clock = time.perf_counter()
@@ -205,7 +211,7 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
             cross = _cross_checks(layout, settings, opts, broker_conf, work_dir,
                                   known.get("resume") if resumable else None, segments, known.get("queue_files"),
                                   {t.base_offset: segment_summary(scanned[(root, t.name)])
-                                   for t in (plan.tasks if plan else [])})
+                                   for t in (plan.tasks if plan else [])}, prefixes)
             cross["index_slots"] = {relative_name(p, root): v for p, v in slots.found.items()}
             cross = _as_json(cross)
         else:       # no file changed, nor the options: the settings resolve as they did
@@ -220,8 +226,12 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
         checked = plan.tasks if plan else []
         entry["scrub"] = {
             "run": runs[root], "rotation": rotation, "segments": len(segments),
-            "checked": [{"segment": t.name, "reason": t.reason} for t in checked],
-            "bytes_checked": sum(segments[t.name]["size"] for t in checked),
+            # resumed_from: where a segment's scan resumed (where its last one ended); absent when scanned whole
+            "checked": [{"segment": t.name, "reason": t.reason}
+                        | ({} if segments[t.name]["resumed_from"] is None
+                           else {"resumed_from": segments[t.name]["resumed_from"]}) for t in checked],
+            "bytes_checked": sum(segments[t.name]["size"] - (segments[t.name]["resumed_from"] or 0)
+                                 for t in checked),
             "bytes": sum(r["size"] for r in segments.values()),
             "cross_checks": cross["how"] if rerun else "carried",
             "cross_checks_whole_because": cross["why"] if rerun else None,
@@ -231,6 +241,7 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
         out.audit.at_risk |= entry["at_risk"]
         for rec in segments.values():
             rec.pop("reason", None)
+            rec.pop("resumed_from", None)
         state["stores"][os.path.abspath(layout.name)] = {"settings": key, "run": runs[root], "rotation": rotation,
                                         "files": signature, "credit": plan.credit if plan else 0,
                                         "segments": segments, "cross": cross}
@@ -243,7 +254,8 @@ def scrub_lines(entry: dict) -> list[str]:
     s = entry["scrub"]
     reasons: dict[str, int] = {}
     for c in s["checked"]:
-        reasons[c["reason"]] = reasons.get(c["reason"], 0) + 1
+        reason = c["reason"] if c.get("resumed_from") is None else f"{c['reason']} (resumed)"
+        reasons[reason] = reasons.get(reason, 0) + 1
     why = ", ".join(f"{n} {r}" for r, n in reasons.items()) or "none due"
     counts = {sev: sum(1 for f in entry["findings"] if f["severity"] == sev) for sev in ("error", "warning", "info")}
     return [f"{entry['store']}: {'PROBLEMS FOUND' if entry['at_risk'] else 'healthy'} (scrub run {s['run']}, "

@@ -99,7 +99,7 @@ class SegmentReader:
                  *, strict: bool = False, window: int = DEFAULT_WINDOW, max_record_size: int = DEFAULT_MAX_RECORD,
                  followed: bool = False, on_finding: Callable[[Finding], None] | None = None,
                  next_path: str | None = None, at_record: bool = False,
-                 on_window: Callable[[int], None] | None = None):
+                 on_window: Callable[[int], None] | None = None, cap: FindingCap | None = None):
         self.path = path
         self.on_window = on_window      # called with the file position of each window walked, before it is read
         self.next_path = next_path      # where the next segment lies (a multi-path log); None: beside this one
@@ -121,7 +121,8 @@ class SegmentReader:
         self.result = ScanResult()
         # at most findings.CAP of a check in full, then one finding for the rest: a segment of a million bad
         # records costs a few findings, not a million (``result.findings`` is the list of those kept)
-        self._cap = FindingCap()
+        # (``cap``: holding already the findings of the segment's bytes before ``start``, a resumed scan's)
+        self._cap = cap or FindingCap()
         self.result.findings = self._cap.kept
 
     # ------------------------------------------------------------------------------------ findings

@@ -66,12 +66,17 @@ class PrefixDigests:
     """xxh3 (128 bits: ``verify.scrub.new_hash``) of the first ``length`` bytes of a file, then the length
     (``digest``), read with pread.
     One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
-    then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended."""
+    then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended —
+    and a length digested already is not read again (the scrub's segment plan and records share the run's
+    instance with the cross-checks: ``report.scrub``)."""
 
     def __init__(self):
         self._read: dict[str, tuple[int, object]] = {}       # path -> (bytes hashed, the hash before the length)
+        self._done: dict[tuple[str, int], str] = {}          # (path, length) -> digest
 
     def digest(self, path: str, length: int) -> str:
+        if (path, length) in self._done:
+            return self._done[(path, length)]
         done, h = self._read.get(path, (0, None))
         if h is None or done > length:
             done, h = 0, new_hash()
@@ -85,7 +90,8 @@ class PrefixDigests:
             os.close(fd)
         self._read[path] = (length, h.copy())
         h.update(length.to_bytes(8, "big"))
-        return h.hexdigest()
+        self._done[(path, length)] = h.hexdigest()
+        return self._done[(path, length)]
 
 
 def scans_of(layout: StoreLayout, verdicts: dict[str, dict], root: str) -> list[tuple[int, SimpleNamespace]]:

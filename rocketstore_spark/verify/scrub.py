@@ -7,13 +7,14 @@ Per segment the state keeps its size, modification time (ns), whether a later se
 sampled blocks of its bytes (``sample_digest``: SAMPLE_BLOCKS blocks of BLOCK bytes spread evenly over the
 file, 256 KiB of a 1 GiB segment; every digest of the scrub is ``new_hash``'s), the run that last scanned it whole, the scan's verdict (records, where the
 valid data ends and why, CRC failures, store times) and its findings (rows of the findings schema, files
-relative to the store root). A run scans again, whole, with BODYCRC, the 5.x ``__CRC32#`` property and
+relative to the store root). A run scans again (whole, unless resumed: below), with BODYCRC, the 5.x ``__CRC32#`` property and
 store-time checks (``store.scan.scan_segment``, as the audit does):
 
 * ``new``: a segment the state does not know;
 * ``grown`` / ``resized``, ``modified``, ``followed``: its size, modification time, or whether a later segment
   exists changed — RocketMQ appends to a segment through its mapping (the time moves) until retention deletes
-  it, so a live broker's last segment is scanned every run;
+  it, so a live broker's last segment is scanned every run: *resumed*, when it can be, from where its last scan
+  ended (below);
 * ``bytes changed``: its sampled bytes differ while size and time did not — not the broker's doing
   (``scrub.segment_changed``, a warning);
 * ``rotation``: of the rest, a rotating share. Each run earns credit worth 1/N of the unchanged segments'
@@ -22,6 +23,27 @@ store-time checks (``store.scan.scan_segment``, as the audit does):
   and N = 28: one segment in 15 runs of every 28, none in the others — never one a run, which would be 1/15),
   and every segment is scanned again within N runs (one whose last scan is N runs old is scanned whatever the
   credit). N = 28 (``ROTATION``) by default: with a nightly run, a full rotation takes four weeks.
+
+Resumed scans. A broker appends to its last segment, preallocated and zero-filled (its size stays, its time
+moves), and closes it with a BLANK when the next record does not fit. A segment's record keeps ``resume`` when
+its scan may go on later where it ended (``store.scan.Carried``): the segment had no later one, the scan stopped
+at a clean end a broker leaves while it appends or rolls (``store.scan.CLEAN_ENDS``: zero fill, a BLANK, the
+file's end) with nothing valid after it, found nothing before it but BODYCRC failures (no damage, no misplaced
+records) and no implausible store time (those are judged against the clock). It holds the position (that valid
+end, a record boundary), the audit's state there (``codec.audit``'s slots: counts, first failures, the last
+store time, the scan's clock), the first ``__CRC32#`` failures, how many of the findings lead the record's list
+(the BODYCRC failures kept in full), the failures past the cap (``findings.FindingCap``: the first, the last,
+how many), and the digest (``verify.cross.PrefixDigests``: xxh3 of the bytes up to the position, then the
+length) the driver adds after the scan. A later run whose reason is ``grown``, ``modified`` or ``followed`` (not
+``resized``, ``bytes changed``, ``new``, ``rotation``), whose file is not shorter than the position and whose
+bytes below it have that digest, scans only from the position on with that state carried (the task takes it to
+wherever the scan runs, the scan starts its reader and audit from it): verdict and findings are exactly the
+whole scan's — a time step across the position, the caps, the end and what follows it (BLANK or not, a later
+segment or not) included — and the record the whole scan's (``checked_run`` this run: the digest vouches the
+bytes below the position are those scanned). Anything else is scanned whole; a record without ``resume`` (an
+older state's, a followed segment's, a DLedger one's) too. A scan whose clock is behind the carried one's is
+made whole. The scrub's entry names a resumed segment's position (``resumed_from``) and counts the bytes from
+there to the file's end as scanned.
 
 The state file is one JSON document (type rocketstore-spark/scrub-state, version 2) for any number of stores,
 keyed by the store's path, written atomically (``store.durable``) and never under a store. It is a cache: a state
@@ -40,7 +62,7 @@ from rocketstore_spark.documents import DocumentError, check, header, json_text
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.durable import write_text
-from rocketstore_spark.store.scan import SegmentSummary, scan_segment
+from rocketstore_spark.store.scan import Carried, SegmentSummary, scan_segment
 from rocketstore_spark.verify.store import relative
 
 DOCUMENT_TYPE = "rocketstore-spark/scrub-state"
@@ -86,19 +108,55 @@ class SegmentTask:
     followed: bool         # a later segment exists
     reason: str            # why it is scanned (module docstring)
     next_path: str | None = None   # where the next segment lies when not beside it (a multi-path CommitLog)
+    resume: dict | None = None     # resumed: what the last scan carries (``carried_task``), JSON as the state's
 
 
 def check_segment(task: SegmentTask, run: int) -> dict:
-    """Scan one segment whole (BODYCRC, ``__CRC32#``, store times) and record it as the state keeps it: size and
-    time taken before the scan (bytes the broker appends meanwhile make the next run scan it again), the
-    digest, the verdict and the findings. Runs where the segment is read (a thread, or a Spark executor)."""
+    """Scan one segment (BODYCRC, ``__CRC32#``, store times) — whole, or resumed from ``task.resume`` — and record
+    it as the state keeps it: size and time taken before the scan (bytes the broker appends meanwhile make the
+    next run scan it again), the digest, the verdict and the findings, the whole scan's either way, and what a
+    later scan may resume with (``resume``, without its prefix digest: the driver adds it). Runs where the
+    segment is read (a thread, or a Spark executor): the merge with what is carried is the scan's own (the
+    reader and the audit start from the carried state), so only the task's few hundred bytes travel."""
     st = os.stat(task.path)
     s = scan_segment(task.path, task.base_offset, check_crc=True, followed=task.followed,
-                     check_properties_crc=True, check_times=True, next_path=task.next_path)
-    return {"name": task.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "followed": task.followed,
-            "digest": sample_digest(task.path, st.st_size), "checked_run": run, "reason": task.reason,
-            "verdict": {k: getattr(s, k) for k in VERDICT_FIELDS},
-            "findings": [relative(f, task.root).as_row() for f in s.findings]}
+                     check_properties_crc=True, check_times=True, next_path=task.next_path,
+                     carried=_carried(task.resume) if task.resume else None)
+    rec = {"name": task.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "followed": task.followed,
+           "digest": sample_digest(task.path, st.st_size), "checked_run": run, "reason": task.reason,
+           "resumed_from": s.resumed_from, "verdict": {k: getattr(s, k) for k in VERDICT_FIELDS},
+           "findings": [relative(f, task.root).as_row() for f in s.findings]}
+    if s.carry is not None and not task.followed:
+        c = s.carry
+        rec["resume"] = {"position": c.position, "state": list(c.state), "prop_failures": list(c.prop_failures),
+                         "kept": len(c.findings),
+                         "over": [[check, relative(first, task.root).as_row(), relative(last, task.root).as_row(),
+                                   count] for check, first, last, count in c.over]}
+    return rec
+
+
+def carried_task(record: dict) -> dict:
+    """What a task resuming a segment takes of the segment's record in the state (``check_segment``'s): its
+    ``resume`` part, the verdict's counts, and the findings kept in full before the resume position."""
+    r, v = record["resume"], record["verdict"]
+    return {"position": r["position"], "records": v["records"], "first_position": v["first_position"],
+            "state": r["state"], "prop_failures": r["prop_failures"], "over": r["over"],
+            "findings": record["findings"][:r["kept"]]}
+
+
+def _carried(resume: dict) -> Carried:
+    return Carried(resume["position"], resume["records"], resume["first_position"], tuple(resume["state"]),
+                   tuple(resume["prop_failures"]), tuple(Finding.from_row(f) for f in resume["findings"]),
+                   tuple((check, Finding.from_row(first), Finding.from_row(last), count)
+                         for check, first, last, count in resume["over"]))
+
+
+def record_prefix(record: dict, path: str, prefixes) -> None:
+    """Complete a scanned segment's record with the digest (``prefixes.digest``, ``verify.cross.PrefixDigests``)
+    of its bytes up to the resume position, what trusts them next run (driver). A run's digests go on from the
+    lengths digested already: the plan's of the last position, the cross-checks' of the log's end."""
+    if "resume" in record:
+        record["resume"]["digest"] = prefixes.digest(path, record["resume"]["position"])
 
 
 _STOPS = {stop.describe: stop for stop in Stop}
@@ -123,10 +181,19 @@ class SegmentPlan:
     order: list[str]                  # every segment's name, in CommitLog order
 
 
-def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: int, rotation: int) -> SegmentPlan:
+RESUMABLE = ("grown", "modified", "followed")
+
+
+def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: int, rotation: int,
+                  prefixes=None) -> SegmentPlan:
     """Which of the store's segments this run (number ``run`` of the store) scans again and why, from the
-    store's previous state (``previous``: its ``segments`` and ``credit``; None for none). Reads each
-    unchanged segment's sampled blocks; nothing else."""
+    store's previous state (``previous``: its ``segments`` and ``credit``; None for none), and from where: a
+    segment with a ``resume`` record, grown, modified or followed, whose bytes up to its resume position have the
+    recorded digest (``prefixes``: the run's ``verify.cross.PrefixDigests``, shared with the cross-checks), is
+    resumed there. Reads each unchanged segment's sampled blocks, and those prefixes; nothing else."""
+    if prefixes is None:
+        from rocketstore_spark.verify.cross import PrefixDigests
+        prefixes = PrefixDigests()
     known = (previous or {}).get("segments", {})
     tasks: list[SegmentTask] = []
     carried: dict[str, dict] = {}
@@ -155,7 +222,13 @@ def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: in
                 f"sampled bytes differ from the scrub's record of run {old['checked_run']} while the size "
                 f"({st.st_size:,}) and modification time are the same: not written by the broker; scanned again",
                 recorded_digest=old["digest"]))
-        task = SegmentTask(root, name, seg.path, seg.base_offset, followed, reason or "rotation", layout.next_path(k))
+        resume = None
+        if reason in RESUMABLE and "digest" in (old.get("resume") or {}) \
+                and st.st_size >= old["resume"]["position"] \
+                and prefixes.digest(seg.path, old["resume"]["position"]) == old["resume"]["digest"]:
+            resume = carried_task(old)
+        task = SegmentTask(root, name, seg.path, seg.base_offset, followed, reason or "rotation", layout.next_path(k),
+                           resume)
         if reason is None:
             candidates.append((old["checked_run"], k, task, old))
         else:
