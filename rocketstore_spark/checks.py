@@ -353,6 +353,15 @@ CATALOGUE: tuple[Check, ...] = (
           "of topic: T should be BatchCQ, but is SimpleCQ\"), so `DefaultMessageStore.load` fails "
           "(docs/format/batchconsumequeue.md)",
           "finding; the queue is not checked against the log; `rocketstore recover plan` refuses the store"),
+    Check("batchcq.classic_queue_of_batch_topic", _E, BATCH_QUEUES,
+          "a `consumequeue/` queue (an integer-named directory) of a topic `config/topics.json` gives "
+          "`queue.type=BatchCQ` (5.x; 4.x has no queue types)",
+          "does not start: 5.x's `ConsumeQueueStore.load` throws for it (`queueTypeShouldBe`: \"The queue type "
+          "of topic: T should be SimpleCQ, but is BatchCQ\"), so `DefaultMessageStore.load` fails "
+          "(docs/format/batchconsumequeue.md)",
+          "finding at the directory (even with no `batchconsumequeue/`); the queue's entries are still checked as "
+          "a ConsumeQueue's (RocketMQ's dispatch writes none for the topic: `consumequeue.extra_entry`); "
+          "`rocketstore recover plan` refuses the store"),
     Check("index.unknown_geometry", _E, INDEX,
           "an IndexFile holding entries whose slot count (the broker's maxHashSlotNum) cannot be established: "
           "the given `hashSlotNum` does not fit its size, or no single slot count fits both its size and its "

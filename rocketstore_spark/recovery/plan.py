@@ -44,6 +44,7 @@ from rocketstore_spark.lookup.export import Slice, export
 from rocketstore_spark.recovery.documents import EXPORT, LOST_TIMERS, Plan, plan_path
 from rocketstore_spark.recovery.report import recovery_report
 from rocketstore_spark.rocketmq.recovery import Simulation, first_entry_at_or_above
+from rocketstore_spark.rocketmq.releases import Family, family_named
 from rocketstore_spark.rocketmq.settings import BrokerSettings, resolve
 from rocketstore_spark.store.discovery import StoreLayout, StorePathError, discover
 from rocketstore_spark.store.durable import write_json
@@ -333,24 +334,33 @@ def _cut_batch_queues(layout: StoreLayout, batch: list, po: int | None, later: b
                    "outer records (units) and the inner messages a consumer would have received"}
 
 
-def _refuse_stray_batch_queues(layout: StoreLayout) -> None:
-    """``RepairRefused`` for a store with a ``batchconsumequeue/`` queue of a topic the config does not give
-    ``queue.type=BatchCQ`` (``batchcq.not_batch_topic``): RocketMQ 5.5.1 does not load such a store, repaired or
-    not, and the repair would carry the queue over."""
-    from rocketstore_spark.rocketmq.batch_queues import batch_topics
-    files = layout.files
-    if files.root is None:
+def _refuse_mismatched_queue_types(layout: StoreLayout, family: Family) -> None:
+    """``RepairRefused`` for a store with a queue directory of the other kind than its topic's queue.type
+    (``verify.batch_queues.queue_type_mismatches``: a ``batchconsumequeue/`` queue of a topic the config does not
+    give ``queue.type=BatchCQ``, ``batchcq.not_batch_topic``; a ``consumequeue/`` queue of one it does,
+    ``batchcq.classic_queue_of_batch_topic``): RocketMQ 5.x does not load such a store, repaired or not, and the
+    repair would carry the directory over."""
+    from rocketstore_spark.verify.batch_queues import queue_type_mismatches
+    found = queue_type_mismatches(layout.files, family)
+    if not found:
         return
-    dirs = files.batch_queue_dirs()
-    topics = batch_topics(files) if dirs else frozenset()
-    stray = [files.relative(d) for t, _, d in dirs if t not in topics]
-    if stray:
-        raise RepairRefused(f"{files.base}: {', '.join(stray[:3])}{' ...' if len(stray) > 3 else ''}: a "
-                            "BatchConsumeQueue of a topic config/topics.json does not give queue.type=BatchCQ; "
-                            "RocketMQ 5.5.1 does not load such a store (ConsumeQueueStore.load: \"The queue type of "
-                            "topic ... should be BatchCQ, but is SimpleCQ\"): give the topic queue.type=BatchCQ, or "
-                            "move the directory out of the store, and plan again (`rocketstore verify`: "
-                            "batchcq.not_batch_topic)")
+    fixes = {
+        "batchcq.not_batch_topic": (
+            "a BatchConsumeQueue of a topic config/topics.json does not give queue.type=BatchCQ; RocketMQ 5.x does "
+            "not load such a store (ConsumeQueueStore.load: \"The queue type of topic ... should be BatchCQ, but is "
+            "SimpleCQ\"): give the topic queue.type=BatchCQ, or move the directory out of the store"),
+        "batchcq.classic_queue_of_batch_topic": (
+            "a ConsumeQueue of a topic config/topics.json gives queue.type=BatchCQ; RocketMQ 5.x does not load "
+            "such a store (ConsumeQueueStore.load: \"The queue type of topic ... should be SimpleCQ, but is "
+            "BatchCQ\"): move the directory out of the store (the topic's queues are its batchconsumequeue/ "
+            "ones), or, if the topic is meant to be SimpleCQ, remove its queue.type=BatchCQ")}
+    parts = []
+    for check, fix in fixes.items():
+        dirs = [f.file for f in found if f.check == check]
+        if dirs:
+            parts.append(f"{', '.join(dirs[:3])}{' ...' if len(dirs) > 3 else ''}: {fix}")
+    raise RepairRefused(f"{layout.files.base}: {'; '.join(parts)}; and plan again (`rocketstore verify`: "
+                        f"{', '.join(c for c in fixes if any(f.check == c for f in found))})")
 
 
 def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = None,
@@ -379,7 +389,8 @@ def make_plan(store: str, output: str | os.PathLike, *, options: dict | None = N
         raise StorePathError(f"{giant.path}: {giant.size} bytes, larger than any CommitLog segment RocketMQ writes "
                              "(mappedFileSizeCommitLog is a Java int): move it out of the store before planning a "
                              "repair")
-    _refuse_stray_batch_queues(layout)
+    _refuse_mismatched_queue_types(layout, family_named(release_family) if release_family
+                                   else settings.release.family)
     out = outside_stores(output, store_roots(layouts), "plan directory")
     if plan_path(out).exists():
         raise OutputError(f"{plan_path(out)} already exists: give an empty or new directory")

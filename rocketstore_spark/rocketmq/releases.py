@@ -13,6 +13,12 @@ their differences (docs/format/recovery.md "Version differences", docs/format/ro
 | 5.5.x         | 5.4.0 and later | newest valid first record | first record's offset <= | during the walk        | yes        | max offset  |
 |               |                 | <= maxCQ (10 back at most)| logicsPhysicalOffset     |                        |            |             |
 
+5.x (every family after 4.9.x) has BatchConsumeQueues: a topic's ``queue.type`` attribute (config/topics.json) says
+whether its queues live in ``consumequeue/`` (SimpleCQ, the default) or ``batchconsumequeue/`` (BatchCQ), and
+``ConsumeQueueStore.loadConsumeQueues`` throws for a queue directory of the other kind (``queue_type_checked``;
+the same rule in 5.1.4, 5.3.3 and 5.5.1). 4.x has neither: its TopicConfig has no attributes and it loads
+``consumequeue/`` only.
+
 A crash recovery dispatches inside ``load()``; 4.x loads its ScheduleMessageService (the delay-level table) only
 after that, so the SCHEDULE_TOPIC_XXXX entries it writes keep the TAGS hash as tagsCode, not the delivery time
 (``recovery_delay_levels`` False; 5.x parses the table in the store's constructor).
@@ -58,6 +64,7 @@ class Family:
     index_tags: bool                # IndexService.buildIndex also puts topic#T#TAGS (the whole TAGS value)
     expired_min_is_max: bool        # a queue whose every entry is expired: min offset = max offset (else 0)
     recovery_delay_levels: bool = True  # the delay-level table is loaded when a crash recovery dispatches
+    queue_type_checked: bool = True     # the load throws for a queue directory of the other queue.type (5.x)
 
     def __str__(self) -> str:
         return self.name
@@ -66,7 +73,7 @@ class Family:
 FAMILIES: tuple[Family, ...] = (
     Family("4.9.x", (4, 0, 0), NormalStart.THIRD_LAST, CrashStart.MIN_TIMESTAMP,
            NormalDispatch.FROM_QUEUE_END_AFTER_CUT, index_tags=False, expired_min_is_max=False,
-           recovery_delay_levels=False),
+           recovery_delay_levels=False, queue_type_checked=False),
     Family("5.0-5.3.1", (5, 0, 0), NormalStart.THIRD_LAST, CrashStart.MIN_TIMESTAMP,
            NormalDispatch.NONE, index_tags=False, expired_min_is_max=True),
     Family("5.3.2-5.3.x", (5, 3, 2), NormalStart.LAST_BELOW_MAX_CQ, CrashStart.MIN_TIMESTAMP,

@@ -10,7 +10,8 @@ in-process ``verify.store``, distributed.
    are grouped by queue and co-grouped with the ``batchconsumequeue/`` directories, each queue's units checked
    in one task (``verify.batch_queues``), on the stores that have such directories.
 3. One task per IndexFile (``verify.index``): it reads the CommitLog range the file covers.
-4. On the driver, small reads: checkpoint, abort and lock (``verify.state``), consumer offsets against the
+4. On the driver, small reads: checkpoint, abort and lock (``verify.state``), each queue directory's kind
+   against its topic's queue.type (``verify.batch_queues.queue_type_mismatches``), consumer offsets against the
    queue bounds of step 2 (``verify.offsets``).
 
 Every executor must see the stores at the paths the driver resolved (local mode, or a shared file system).
@@ -40,7 +41,7 @@ from rocketstore_spark.rocketmq.releases import Release
 from rocketstore_spark.rocketmq.settings import BrokerSettings, lmq_mode, resolve
 from rocketstore_spark.store.discovery import StoreLayout, discover
 from rocketstore_spark.store.engines import Work
-from rocketstore_spark.verify.batch_queues import not_batch_topic
+from rocketstore_spark.verify.batch_queues import queue_type_mismatches
 from rocketstore_spark.verify.offsets import OffsetsReport, QueueLag, check_offsets
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.state import LogState, check_state
@@ -200,6 +201,7 @@ def verify(spark, paths, options: dict | None = None, broker_conf: str | None = 
         rep.findings += check_state(layout.files, LogState(last_ms, rep.log.end),
                                     views[-1].header["end_timestamp"] if views else None)
         rep.findings += check_timers(layout, rep.log.end)          # the timer files against the log (driver)
+        rep.findings += queue_type_mismatches(layout.files, settings[layout.name].release.family)
         rep.offsets = check_offsets(layout, {(q["topic"], q["queue_id"]): (q["min_offset"], q["max_offset"])
                                              for q in rep.queues if q["files"]})
         rep.findings += rep.offsets.findings
@@ -353,11 +355,8 @@ def _batch_queues(spark, layouts, settings, contexts, split_size) -> dict[str, l
         if not queues:
             continue
         topics[layout.name], found[layout.name] = batch_topics(layout.files), []
-        for topic, queue_id, qdir in queues:
-            if topic in topics[layout.name]:
-                dirs.append((layout.name, topic, queue_id, str(qdir)))
-            else:
-                found[layout.name].append(not_batch_topic(layout.files, topic, queue_id, qdir))
+        # (the directories of other topics: ``queue_type_mismatches``, on the driver)
+        dirs += [(layout.name, t, q, str(d)) for t, q, d in queues if t in topics[layout.name]]
     reading = [layout for layout in layouts if topics.get(layout.name)]
     if not reading:
         return found

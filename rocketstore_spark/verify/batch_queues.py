@@ -2,10 +2,18 @@
 (``store.queues.read_batch_queue``: up to the first unit RocketMQ's recovery would stop at) against the units
 RocketMQ 5.x's dispatch writes for the log (``rocketmq.batch_queues.expected_queues``), unit by unit, in order:
 a unit that differs is ``batchcq.unit_mismatch``, units beyond the expected ones ``batchcq.extra_unit``, expected
-units missing at the queue's end ``batchcq.lagging``; a directory for a topic the config does not give
-``queue.type=BatchCQ`` is ``batchcq.not_batch_topic``. The log is decoded once, the columns
+units missing at the queue's end ``batchcq.lagging``. The log is decoded once, the columns
 ``batch_queues.UNIT_COLUMNS`` of every record (Arrow, no per-message Python); memory holds those columns. The
 Spark verify (``spark.verify``) makes the same checks a queue per task.
+
+Apart from the log (``queue_type_mismatches``, run by every verify's driver step, the scrub's resumed
+cross-checks too, and by ``recover plan``, which refuses such a store): RocketMQ 5.x's
+``ConsumeQueueStore.loadConsumeQueues`` throws for a queue directory of the other kind than its topic's
+``queue.type`` (``queueTypeShouldBe``), so the broker does not start — a ``batchconsumequeue/`` directory of a
+topic the config does not give ``queue.type=BatchCQ`` is ``batchcq.not_batch_topic``, a ``consumequeue/``
+directory of one it does ``batchcq.classic_queue_of_batch_topic``. Only integer-named queue directories count
+(the load skips the others); a topic the config does not list is SimpleCQ; 4.x has no such rule
+(``Family.queue_type_checked``).
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import numpy as np
 from rocketstore_spark.codec import batchconsumequeue
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq.batch_queues import UNIT_COLUMNS, BatchQueueError, batch_topics, expected_queues
+from rocketstore_spark.rocketmq.releases import Family
 from rocketstore_spark.store.layout import StoreMap
 from rocketstore_spark.store.queues import read_batch_queue
 
@@ -21,7 +30,8 @@ FIELDS = batchconsumequeue.UNIT_DTYPE.names
 
 
 def check_batch_queues(path, files: StoreMap) -> list[Finding]:
-    """Findings of every BatchConsumeQueue of the store at ``path`` (module docstring); none without them."""
+    """Findings of every BatchConsumeQueue of a BatchCQ topic of the store at ``path`` against the log (module
+    docstring); none without them. The directories of other topics are ``queue_type_mismatches``' findings."""
     dirs = files.batch_queue_dirs()
     if not dirs:
         return []
@@ -34,11 +44,22 @@ def check_batch_queues(path, files: StoreMap) -> list[Finding]:
     except BatchQueueError as e:
         return [unparsable(files, e)]
     for topic, queue_id, qdir in dirs:
-        if topic not in topics:
-            findings.append(not_batch_topic(files, topic, queue_id, qdir))
-            continue
-        findings += compare_queue(files, topic, queue_id, str(qdir), expected.get((topic, queue_id)))
+        if topic in topics:
+            findings += compare_queue(files, topic, queue_id, str(qdir), expected.get((topic, queue_id)))
     return findings
+
+
+def queue_type_mismatches(files: StoreMap, family: Family) -> list[Finding]:
+    """The queue directories RocketMQ's load throws for (module docstring: ``batchcq.not_batch_topic``,
+    ``batchcq.classic_queue_of_batch_topic``), a finding each; none for a release family without the rule or a
+    store without a root. Cheap (two directory listings and the topic config); runs on the driver."""
+    if not family.queue_type_checked or files.root is None:
+        return []
+    stray = files.batch_queue_dirs()
+    topics = batch_topics(files)
+    classic = [(t, q, d) for t, q, d in files.queue_dirs() if t in topics] if topics else []
+    return [not_batch_topic(files, t, q, d) for t, q, d in stray if t not in topics] + \
+        [classic_queue_of_batch_topic(files, t, q, d) for t, q, d in classic]
 
 
 def unparsable(files: StoreMap, error: BatchQueueError) -> Finding:
@@ -52,6 +73,14 @@ def not_batch_topic(files: StoreMap, topic: str, queue_id: int, qdir) -> Finding
                    f"{topic} has no queue.type=BatchCQ in config/topics.json: RocketMQ's load "
                    f"throws for this queue (\"The queue type of topic: {topic} should be BatchCQ, "
                    f"but is SimpleCQ\") and the broker does not start", topic=topic, queue_id=queue_id)
+
+
+def classic_queue_of_batch_topic(files: StoreMap, topic: str, queue_id: int, qdir) -> Finding:
+    """A ConsumeQueue (``consumequeue/``) directory of a topic the config gives queue.type=BatchCQ."""
+    return finding("batchcq.classic_queue_of_batch_topic", files.relative(qdir), None,
+                   f"{topic} has queue.type=BatchCQ in config/topics.json: RocketMQ's load throws for this "
+                   f"ConsumeQueue (\"The queue type of topic: {topic} should be SimpleCQ, but is BatchCQ\") and "
+                   f"the broker does not start", topic=topic, queue_id=queue_id)
 
 
 def compare_queue(files: StoreMap, topic: str, queue_id: int, qdir: str, want: np.ndarray | None) -> list[Finding]:

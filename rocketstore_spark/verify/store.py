@@ -54,7 +54,7 @@ from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.store.scan import SegmentSummary, scan_segment
 from rocketstore_spark.store.segment_reader import SegmentReader
 from rocketstore_spark.store.spill import ENTRY_SPILL, entries_path, read_spill, scan_range, small_keys, spilled_keys
-from rocketstore_spark.verify.batch_queues import check_batch_queues
+from rocketstore_spark.verify.batch_queues import check_batch_queues, queue_type_mismatches
 from rocketstore_spark.verify.index import IndexVerdict, check_index_file
 from rocketstore_spark.verify.offsets import OffsetsReport, check_offsets, offsets_against_stored_bounds
 from rocketstore_spark.verify.queues import Locate, LogBounds, QueueVerdict, check_queue, check_resumed_queues
@@ -571,15 +571,17 @@ pass, ``verify.queues.check_resumed_queues``, on this thread). A RocksDB Consume
 
 def conclude(layout: StoreLayout, settings: BrokerSettings, log: LogBounds, scans, queues: list[QueueVerdict],
              index: list[IndexVerdict], known: list[IndexFileView], findings: list[Finding]) -> StoreVerdict:
-    """The store's verdict from its parts: the checkpoint, abort and lock files and the consumer offsets
-    checked (cheap: a few small files), every finding named relative to the store root. ``scans``: (base
-    offset, scan) of every segment (the scan's ``records``, ``data_end``, ``last_store_timestamp`` and
-    ``findings`` are read); ``known``: the IndexFiles of known geometry, in order; ``findings``: the layout's
-    and the segment scans' so far."""
+    """The store's verdict from its parts: the checkpoint, abort and lock files, the consumer offsets and the
+    queue directories' kinds against their topics' queue.type (``verify.batch_queues.queue_type_mismatches``)
+    checked (cheap: a few small files and listings), every finding named relative to the store root.
+    ``scans``: (base offset, scan) of every segment (the scan's ``records``, ``data_end``,
+    ``last_store_timestamp`` and ``findings`` are read); ``known``: the IndexFiles of known geometry, in order;
+    ``findings``: the layout's and the segment scans' so far."""
     root = store_root(layout)
     newest_index_end = known[-1].header["end_timestamp"] if known else None
     last_ts = max((s.last_store_timestamp for _, s in scans if s.last_store_timestamp is not None), default=None)
     findings = findings + check_state(layout.files, LogState(last_ts, log.end), newest_index_end)
+    findings += queue_type_mismatches(layout.files, settings.release.family)
     # bounds of the queues that have files (as the broker and `rocketstore offsets` see them)
     if not (layout.refused(Work.READ_OFFSETS) or layout.refused(Work.CHECK_QUEUES)):
         rocks = queue_db(layout.root) is not None

@@ -111,15 +111,21 @@ def rocketmq_recover(version: str, store: str | os.PathLike, settings: dict | No
 def batchcq_view(store: str | os.PathLike, version: str = "5.5.1") -> dict:
     """RocketMQ ``version``'s view of a BatchCQ store (BatchCQGolden view, as for the batchcq-5.5.1 manifests): its
     batchconsumequeue/ units, its restart on a copy (``recovery``: files deleted, every queue's min and max offset
-    and units) and its rebuild."""
+    and units) and its rebuild; ``store_log``: what RocketMQ's store logger wrote meanwhile (its logback files go
+    under ``user.home``, here the scratch directory: ``DefaultMessageStore.load`` logs the exception it turns into
+    ``loaded`` false there)."""
     with tempfile.TemporaryDirectory(prefix="rmq-batchcq-") as scratch:
         scratch = Path(scratch)
-        cmd = ["java", *regenerate.JVM_OPTS, "-cp", classpath(version, rocksdb=True), "io.rocketstore.golden.BatchCQGolden",
+        cmd = ["java", *regenerate.JVM_OPTS, f"-Duser.home={scratch}", "-cp", classpath(version, rocksdb=True),
+               "io.rocketstore.golden.BatchCQGolden",
                "view", "--store", str(store), "--work", str(scratch / "work"), "--out", str(scratch / "view.json")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise regenerate.GoldenError(f"BatchCQGolden view failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-        return json.loads((scratch / "view.json").read_text())
+        view = json.loads((scratch / "view.json").read_text())
+        log = scratch / "logs" / "rocketmqlogs" / "store.log"
+        view["store_log"] = log.read_text(errors="replace") if log.is_file() else ""
+        return view
 
 
 def main(argv: list[str] | None = None) -> int:

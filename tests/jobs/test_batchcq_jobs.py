@@ -69,7 +69,8 @@ def test_the_spark_rebuild_writes_rocketmqs_batch_consume_queues(spark, scenario
 
 def _damaged(target: Path) -> Path:
     """RocketMQ's clean store with a unit changed (BatchTopic/0), a queue's last unit zeroed (BatchTopic/1), a
-    unit written twice (BatchTopic/2) and a directory for a topic that is not BatchCQ."""
+    unit written twice (BatchTopic/2), a BatchConsumeQueue directory for a topic that is not BatchCQ and a
+    ConsumeQueue of the BatchCQ topic (PlainTopic/1's files as consumequeue/BatchTopic/0)."""
     shutil.copytree(GOLDEN / "clean" / "store", target)
     files = _manifest("clean")["files"]
 
@@ -83,6 +84,16 @@ def _damaged(target: Path) -> Path:
     edit(queue[1][-1], (len(queue[1][-1]["units"]) - 1) * 46, bytes(46))
     edit(queue[2][-1], len(queue[2][-1]["units"]) * 46, bytes.fromhex(queue[2][-1]["units"][-1]))
     (target / "batchconsumequeue" / "PlainTopic" / "0").mkdir(parents=True)
+    shutil.copytree(target / "consumequeue" / "PlainTopic" / "1", target / "consumequeue" / "BatchTopic" / "0")
+    return target
+
+
+def _classic_only(target: Path) -> Path:
+    """RocketMQ's clean store without batchconsumequeue/ and with an empty ConsumeQueue directory of the BatchCQ
+    topic: the finding comes without any BatchConsumeQueue to check."""
+    shutil.copytree(GOLDEN / "clean" / "store", target)
+    shutil.rmtree(target / "batchconsumequeue")
+    (target / "consumequeue" / "BatchTopic" / "2").mkdir(parents=True)
     return target
 
 
@@ -109,7 +120,7 @@ def _key(f) -> str:
 def test_the_spark_verify_finds_what_rocketstore_verify_finds(spark, tmp_path):
     from rocketstore_spark.spark.verify import verify
     stores = [GOLDEN / "clean" / "store", GOLDEN / "crash" / "store", _damaged(tmp_path / "damaged"),
-              _unparsable(tmp_path / "unparsable")]
+              _unparsable(tmp_path / "unparsable"), _classic_only(tmp_path / "classic")]
     run = verify(spark, [str(s) for s in stores])            # a task per core and store: several per queue
     checks = []
     for rep, store in zip(run.stores, stores):
@@ -121,7 +132,10 @@ def test_the_spark_verify_finds_what_rocketstore_verify_finds(spark, tmp_path):
                                                                                 "consumequeue."))))
     # RocketMQ's stores: nothing (BatchTopic's records are not expected in consumequeue/); each damage found
     assert checks[:2] == [[], []]
-    assert checks[2] == ["batchcq.extra_unit", "batchcq.lagging", "batchcq.not_batch_topic", "batchcq.unit_mismatch"]
+    assert checks[2] == ["batchcq.classic_queue_of_batch_topic", "batchcq.extra_unit", "batchcq.lagging",
+                         "batchcq.not_batch_topic", "batchcq.unit_mismatch"] + ["consumequeue.extra_entry"] * 15
+    assert [(f.check, f.file) for f in run.stores[4].findings if f.check.startswith("batchcq.")] == [
+        ("batchcq.classic_queue_of_batch_topic", "consumequeue/BatchTopic/2")]
     [bad] = [f for f in run.stores[3].findings if f.check.startswith("batchcq.")]
     assert "INNER_NUM of the record" in bad.message
 
