@@ -157,8 +157,11 @@ def _index_carry(old: dict | None, view, previous_end, prefixes: PrefixDigests) 
     """The carry of the last run's check of an IndexFile (``_index_state``) when it still stands — the file's
     predecessor ends as it did and its entries up to the count then have the recorded digest —, else why not
     (None: a file without a carry, one the last run did not check as the newest)."""
-    if old is None or old.get("carry") is None:
-        return None, "it had findings last run" if old is not None and old["newest"] else None
+    if old is None or not old["newest"]:
+        return None, None
+    if old.get("carry") is None:
+        return None, "it had findings last run" if any(f["check"] != "index.lagging" for f in old["findings"]) \
+            else "the last run left no carry (no entries, or only expired ones)"
     if old["previous_end"] != previous_end:
         return None, "the IndexFile before it ends at another time"
     carry = dict(old["carry"])

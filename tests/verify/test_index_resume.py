@@ -158,3 +158,23 @@ def test_damage_after_growth_is_found_as_a_whole_check_finds_it(tmp_path, damage
     entry = scrub(store, state)
     got = agrees(store, state, entry)
     assert got[name]["checked"] == "whole: it had findings last run"
+
+
+def test_a_newest_file_lagging_behind_the_log_is_resumed_and_its_lag_counted_as_a_whole_check_counts_it(tmp_path):
+    """The log grown while the newest IndexFile was not (the broker's index dispatch behind): ``index.lagging``, the
+    one finding a carry survives (the next check counts the keys after the end again); then the file catches up."""
+    store, w = built(tmp_path)
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    newest = newest_file(store)
+    before = newest.read_bytes()
+    grow(tmp_path, store, w, messages(len(w.appended), 3))
+    newest.write_bytes(before)                    # the index holds none of the new records' keys yet
+    entry = scrub(store, state)
+    got = agrees(store, state, entry)
+    name = str(newest.relative_to(store))
+    assert got[name]["checked"].startswith("resumed") and got[name]["unindexed_after"] > 0
+    assert [f["check"] for f in got[name]["findings"]] == ["index.lagging"] and got[name]["carry"] is not None
+    grow(tmp_path, store, w, messages(len(w.appended), 2))      # the index caught up, and more
+    got = agrees(store, state, scrub(store, state))
+    assert got[name]["checked"].startswith("resumed") and got[name]["unindexed_after"] == 0
