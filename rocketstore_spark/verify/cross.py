@@ -35,9 +35,9 @@ end follows the log), was the newest, or follows one that changed; the others ke
 checkpoint, abort and lock files, the consumer offsets and the queues' bounds are checked whole every run (a
 few small files, the last files of each queue). A file digested up to the last run's point and then up to
 this run's is read once (``PrefixDigests``). An IndexFile that grew (the newest, the one that was) whose
-entries up to the last run's count have the recorded digest resumes from its carry: its structure checked
-whole again, only its entries and the records' keys from its end then matched (``verify.index``); any other
-is checked whole. The keys of the records from P come from the dispatch's spill (``verify.index.split_keys``),
+entries up to the last run's count have the recorded digest resumes from its carry: only its entries and the
+records' keys from its end then matched, only its new entries' chains read (``verify.index``); any other is
+checked whole. The keys of the records from P come from the dispatch's spill (``verify.index.split_keys``),
 only those below P are dispatched again.
 
 It refuses (returns why; the scrub then runs the whole check) when anything under a verified point changed or
@@ -165,11 +165,14 @@ def _index_carry(old: dict | None, view, previous_end, prefixes: PrefixDigests) 
     if old["previous_end"] != previous_end:
         return None, "the IndexFile before it ends at another time"
     carry = dict(old["carry"])
-    digest = carry.pop("digest")
+    digest = carry.pop("digest", None)
     if os.path.getsize(view.path) < view.geometry.entries_start + indexfile.ENTRY_SIZE * (carry["entries"] + 1) \
             or _entries_digest(view, carry["entries"], prefixes) != digest:
         return None, f"its entries 1 .. {carry['entries']} changed since the last run"
-    return IndexCarry(**carry), None
+    try:
+        return IndexCarry(**carry), None
+    except TypeError:                   # another field set (a state from another build of this version)
+        return None, "the last run's carry is not this build's"
 
 
 def _check_index(*args, why: str | None = None, **kwargs) -> IndexVerdict:

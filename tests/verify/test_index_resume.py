@@ -85,7 +85,9 @@ def test_a_growing_then_filled_index_file_is_checked_on_from_where_it_stopped(tm
         assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
         now = agrees(store, state, entry)
         # the file that was the newest went on from its carry; a new one is checked whole
-        assert now[first]["checked"].startswith("resumed from entry"), now[first]
+        # ... its structure too: only the new entries read
+        assert now[first]["checked"].startswith("resumed from entry") and "whole" not in now[first]["checked"], \
+            now[first]
         assert now[first]["entries"] > before or len(now) > len(got)
         steps.append((first, len(now) - len(got)))
         new = sorted(set(now) - set(got))
@@ -111,7 +113,7 @@ def missing_one(store: Path, before: bytes) -> None:
 
 
 @pytest.mark.parametrize("damage", ["wrong_entry", "missing_key", "old_entry", "slot_count", "index_count",
-                                    "end_timestamp", "begin_offset"])
+                                    "end_timestamp", "begin_offset", "slot_head"])
 def test_damage_after_growth_is_found_as_a_whole_check_finds_it(tmp_path, damage):
     """In the new part (resumed: the findings are the whole check's), in the old entries (the digest differs:
     checked whole — trusting the carry would miss a key changed within its slot, which the structure pass cannot
@@ -136,8 +138,14 @@ def test_damage_after_growth_is_found_as_a_whole_check_finds_it(tmp_path, damage
         poke(newest, 36, ">i4", lambda v: v - 1)
     elif damage == "end_timestamp":
         poke(newest, 8, ">i8", lambda v: v + 1000)
-    else:
+    elif damage == "begin_offset":
         poke(newest, 16, ">i8", lambda v: v + 1)
+    else:       # a slot with old and new entries emptied: its newest old entry cannot be walked back to
+        entries = np.frombuffer(newest.read_bytes(), indexfile.ENTRY_DTYPE, count=entry_count(newest) + 1,
+                                offset=GEOMETRY.entries_start)
+        slot = entries["key_hash"].astype(np.int64) % GEOMETRY.hash_slot_num
+        k = next(int(x) for x in slot[old + 1:][::-1] if (slot[1:old + 1] == x).any())
+        poke(newest, indexfile.HEADER_SIZE + indexfile.SLOT_SIZE * k, ">i4", lambda v: 0)
     entry = scrub(store, state)
     assert entry["scrub"]["cross_checks"] == "resumed", entry["scrub"]
     got = agrees(store, state, entry)
@@ -151,8 +159,11 @@ def test_damage_after_growth_is_found_as_a_whole_check_finds_it(tmp_path, damage
             "index_count": ("resumed", {"index.bad_chain", "index.unreachable_entries"}),
             "end_timestamp": ("resumed", {"index.bad_header"}),
             "begin_offset": ("whole: its entries are out of physical offset order, or its header's begin or end",
-                             {"index.bad_header"})}[damage]
+                             {"index.bad_header"}),
+            "slot_head": ("resumed", {"index.bad_chain", "index.unreachable_entries"})}[damage]
     assert how.startswith(want[0]) and want[1] <= checks, (how, checks)
+    # the structure goes on from the carry unless the chains do not lead back to the old part's slots
+    assert how.endswith("(its structure read whole)") == (damage in ("slot_head", "index_count")), how
     assert got[name]["carry"] is None
     grow(tmp_path, store, w, messages(len(w.appended), 1))
     entry = scrub(store, state)
