@@ -73,15 +73,20 @@ HASH_BLOCK = 8 << 20
 
 class PrefixDigests:
     """xxh3 (128 bits: ``verify.scrub.new_hash``) of the first ``length`` bytes of a file, then the length
-    (``digest``), read with pread.
+    (``digest``), read with pread; of the ``length`` bytes from ``start`` (an IndexFile's entry region: its header
+    and slot table change with every put), each start a prefix of its own.
     One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
-    then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended."""
+    then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended —
+    and a length digested already is not read again (the scrub's segment plan and records share the run's
+    instance with the cross-checks: ``report.scrub``)."""
 
     def __init__(self):
         self._read: dict[tuple[str, int], tuple[int, object]] = {}  # (path, start) -> (bytes hashed, hash before length)
+        self._done: dict[tuple[str, int, int], str] = {}            # (path, length, start) -> digest
 
     def digest(self, path: str, length: int, start: int = 0) -> str:
-        """(``start``: of the ``length`` bytes from there; each start a prefix of its own)"""
+        if (path, length, start) in self._done:
+            return self._done[(path, length, start)]
         done, h = self._read.get((path, start), (0, None))
         if h is None or done > length:
             done, h = 0, new_hash()
@@ -95,7 +100,8 @@ class PrefixDigests:
             os.close(fd)
         self._read[(path, start)] = (length, h.copy())
         h.update(length.to_bytes(8, "big"))
-        return h.hexdigest()
+        self._done[(path, length, start)] = h.hexdigest()
+        return self._done[(path, length, start)]
 
 
 def scans_of(layout: StoreLayout, verdicts: dict[str, dict], root: str) -> list[tuple[int, SimpleNamespace]]:
