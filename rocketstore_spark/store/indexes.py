@@ -161,14 +161,14 @@ def _inferred(path: str, size: int, index_count: int) -> list[int]:
         del data
 
 
-def iter_entries(view: IndexFileView, chunk_entries: int = CHUNK_ENTRIES) -> Iterator[tuple[int, np.ndarray]]:
-    """(index of the first entry, entries) chunks of entries 1 .. entry_count, in file order."""
+def iter_entries(view: IndexFileView, chunk_entries: int = CHUNK_ENTRIES,
+                 first: int = 1) -> Iterator[tuple[int, np.ndarray]]:
+    """(index of the first entry, entries) chunks of entries ``first`` .. entry_count, in file order."""
     if not view.entry_count:
         return
     with open(view.path, "rb") as f:
-        first = 1
         last = view.entry_count + 1
-        f.seek(view.geometry.entries_start + indexfile.ENTRY_SIZE)
+        f.seek(view.geometry.entries_start + indexfile.ENTRY_SIZE * first)
         while first < last:
             want = min(chunk_entries, last - first)
             data = f.read(want * indexfile.ENTRY_SIZE)

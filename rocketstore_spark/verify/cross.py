@@ -13,7 +13,10 @@ What a check leaves for the next one (``resume_state``, JSON in the scrub's stat
   at, their ``rocketmq.consumequeue.file_summary``) if the queue had no finding,
   and its files as they were: each file's name and ``file_stat``, and a digest of the bytes up to the last valid
   entry of the file holding it (the file a broker appends to);
-* per IndexFile: its ``file_stat``, header, whether it was the newest, its predecessor's end time, and its verdict.
+* per IndexFile: its ``file_stat``, header, whether it was the newest, its predecessor's end time, and its verdict;
+  for the newest, when sound, the check's carry (``verify.index.IndexCarry``: where the match stood just before
+  its newest physical offset) and a digest of its entries 1 .. its count then (``carry.digest``), and how it was
+  checked (``checked``: resumed, or whole and why).
 
 What is trusted without reading a byte: a file whose size, modification time, change time and inode are the
 ones recorded. The change time moves with every write through the file system and with every ``utime`` —
@@ -31,7 +34,11 @@ cannot answer for), and checks again every IndexFile that is new, changed, the n
 end follows the log), was the newest, or follows one that changed; the others keep their verdict. The
 checkpoint, abort and lock files, the consumer offsets and the queues' bounds are checked whole every run (a
 few small files, the last files of each queue). A file digested up to the last run's point and then up to
-this run's is read once (``PrefixDigests``).
+this run's is read once (``PrefixDigests``). An IndexFile that grew (the newest, the one that was) whose
+entries up to the last run's count have the recorded digest resumes from its carry: only its entries and the
+records' keys from its end then matched, only its new entries' chains read (``verify.index``); any other is
+checked whole. The keys of the records from P come from the dispatch's spill (``verify.index.split_keys``),
+only those below P are dispatched again.
 
 It refuses (returns why; the scrub then runs the whole check) when anything under a verified point changed or
 cannot be told unchanged: another first segment (retention), a log that ends before P, a segment below P other
@@ -44,8 +51,10 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import asdict
 from types import SimpleNamespace
 
+from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq.settings import BrokerSettings
@@ -54,7 +63,7 @@ from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, relative_name, stat_once
 from rocketstore_spark.store.rocksdb import queue_db
 from rocketstore_spark.verify.scrub import new_hash
-from rocketstore_spark.verify.index import IndexVerdict, check_index_file, dispatched_keys
+from rocketstore_spark.verify.index import IndexCarry, IndexVerdict, check_index_file, dispatched_keys, split_keys
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
                                             index_views, log_bounds, relative, store_root)
 
@@ -64,20 +73,21 @@ HASH_BLOCK = 8 << 20
 
 class PrefixDigests:
     """xxh3 (128 bits: ``verify.scrub.new_hash``) of the first ``length`` bytes of a file, then the length
-    (``digest``), read with pread.
+    (``digest``), read with pread; of the ``length`` bytes from ``start`` (an IndexFile's entry region: its header
+    and slot table change with every put), each start a prefix of its own.
     One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
     then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended —
     and a length digested already is not read again (the scrub's segment plan and records share the run's
     instance with the cross-checks: ``report.scrub``)."""
 
     def __init__(self):
-        self._read: dict[str, tuple[int, object]] = {}       # path -> (bytes hashed, the hash before the length)
-        self._done: dict[tuple[str, int], str] = {}          # (path, length) -> digest
+        self._read: dict[tuple[str, int], tuple[int, object]] = {}  # (path, start) -> (bytes hashed, hash before length)
+        self._done: dict[tuple[str, int, int], str] = {}            # (path, length, start) -> digest
 
-    def digest(self, path: str, length: int) -> str:
-        if (path, length) in self._done:
-            return self._done[(path, length)]
-        done, h = self._read.get(path, (0, None))
+    def digest(self, path: str, length: int, start: int = 0) -> str:
+        if (path, length, start) in self._done:
+            return self._done[(path, length, start)]
+        done, h = self._read.get((path, start), (0, None))
         if h is None or done > length:
             done, h = 0, new_hash()
         else:
@@ -85,13 +95,13 @@ class PrefixDigests:
         fd = os.open(path, os.O_RDONLY)
         try:
             for at in range(done, length, HASH_BLOCK):
-                h.update(os.pread(fd, min(HASH_BLOCK, length - at), at))
+                h.update(os.pread(fd, min(HASH_BLOCK, length - at), start + at))
         finally:
             os.close(fd)
-        self._read[path] = (length, h.copy())
+        self._read[(path, start)] = (length, h.copy())
         h.update(length.to_bytes(8, "big"))
-        self._done[(path, length)] = h.hexdigest()
-        return self._done[(path, length)]
+        self._done[(path, length, start)] = h.hexdigest()
+        return self._done[(path, length, start)]
 
 
 def scans_of(layout: StoreLayout, verdicts: dict[str, dict], root: str) -> list[tuple[int, SimpleNamespace]]:
@@ -131,12 +141,52 @@ def _queue_files_state(queue_dir: str | None, root: str, resume: dict, held: lis
     return out
 
 
-def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str) -> dict:
+def _entries_digest(view, entries: int, prefixes: PrefixDigests) -> str:
+    """The digest of an IndexFile's entries 0 .. ``entries`` (the entry region, not the header or slot table,
+    which every put changes)."""
+    return prefixes.digest(view.path, indexfile.ENTRY_SIZE * (entries + 1), view.geometry.entries_start)
+
+
+def _index_state(view, verdict: IndexVerdict, newest: bool, previous_end, root: str, prefixes: PrefixDigests) -> dict:
+    carry = None
+    if newest and verdict.carry is not None:        # the file the next run finds grown
+        carry = {**asdict(verdict.carry), "digest": _entries_digest(view, verdict.carry.entries, prefixes)}
     return {"stat": file_stat(view.path), "header": view.header, "newest": newest,
             "previous_end": previous_end,
             "entries": verdict.entries, "keys_expected": verdict.keys_expected,
             "unindexed_after": verdict.unindexed_after,
-            "findings": [relative(f, root).as_row() for f in verdict.findings]}
+            "findings": [relative(f, root).as_row() for f in verdict.findings],
+            "carry": carry, "checked": verdict.how}
+
+
+def _index_carry(old: dict | None, view, previous_end, prefixes: PrefixDigests) -> tuple[IndexCarry | None, str | None]:
+    """The carry of the last run's check of an IndexFile (``_index_state``) when it still stands — the file's
+    predecessor ends as it did and its entries up to the count then have the recorded digest —, else why not
+    (None: a file without a carry, one the last run did not check as the newest)."""
+    if old is None or not old["newest"]:
+        return None, None
+    if old.get("carry") is None:
+        return None, "it had findings last run" if any(f["check"] != "index.lagging" for f in old["findings"]) \
+            else "the last run left no carry (no entries, or only expired ones)"
+    if old["previous_end"] != previous_end:
+        return None, "the IndexFile before it ends at another time"
+    carry = dict(old["carry"])
+    digest = carry.pop("digest", None)
+    if os.path.getsize(view.path) < view.geometry.entries_start + indexfile.ENTRY_SIZE * (carry["entries"] + 1) \
+            or _entries_digest(view, carry["entries"], prefixes) != digest:
+        return None, f"its entries 1 .. {carry['entries']} changed since the last run"
+    try:
+        return IndexCarry(**carry), None
+    except TypeError:                   # another field set (a state from another build of this version)
+        return None, "the last run's carry is not this build's"
+
+
+def _check_index(*args, why: str | None = None, **kwargs) -> IndexVerdict:
+    """``check_index_file``; ``why``: why the last run's carry could not be taken (said in the verdict)."""
+    v = check_index_file(*args, **kwargs)
+    if why is not None:
+        v.how = f"whole: {why}"
+    return v
 
 
 def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None = None,
@@ -182,7 +232,7 @@ def resume_state(layout: StoreLayout, verdict: StoreVerdict, known: list | None 
         name = relative_name(view.path, root)
         if name in by_name:
             index[name] = _index_state(view, by_name[name], k == len(known) - 1,
-                                       known[k - 1].header["end_timestamp"] if k else None, root)
+                                       known[k - 1].header["end_timestamp"] if k else None, root, prefixes)
     return {"version": RESUME_VERSION, "end": end, "log_min": verdict.log.min_offset, "segments": segments,
             "tail": tail, "queues": queues, "index": index}
 
@@ -244,6 +294,7 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
     against it), the segments' scans given by the scrub (``verdicts``: segment name -> verdict): the verdict
     (its findings without the segment scans' findings, which the scrub keeps) and the state for the next
     run."""
+    prefixes = prefixes or PrefixDigests()
     root = store_root(layout)
     scans = scans_of(layout, verdicts, root)
     log = log_bounds(layout, scans)
@@ -257,8 +308,11 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
         topic, queue_id = key.rsplit("/", 1)
         resume[(topic, int(queue_id))] = q["resume"]
     with ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="cross") as pool:
-        spill = stack.enter_context(Dispatched(layout, settings, work_dir, False, pool, start=prev["end"])).wait()
-        keys = dispatched_keys(layout, settings.release, settings.message_delay_level)
+        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool,
+                                               start=prev["end"])).wait()
+        # the keys of the records from the last run's end as the dispatch spilled them, of those before it dispatched
+        keys = split_keys(dispatched_keys(layout, settings.release, settings.message_delay_level, stop=prev["end"]),
+                          spill.keys(), prev["end"])
         checked = []
         for k, view in enumerate(known):
             name = relative_name(view.path, root)
@@ -270,12 +324,14 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
                 and (not old["findings"] or log.end == prev["end"])
             if same:
                 v = IndexVerdict(name, old["entries"], old["keys_expected"], old["unindexed_after"],
-                                 [Finding.from_row(f) for f in old["findings"]])
+                                 [Finding.from_row(f) for f in old["findings"]], how="carried")
                 checked.append(pool.submit(lambda v=v: v))
             else:
-                checked.append(pool.submit(check_index_file, layout, view, root, settings.geometry, settings.release,
+                # a file that grew since (the newest, the one that was) goes on from where its check stopped
+                carry, why = _index_carry(old, view, previous_end, prefixes)
+                checked.append(pool.submit(_check_index, layout, view, root, settings.geometry, settings.release,
                                            settings.message_delay_level, log, newest=newest,
-                                           previous_end=previous_end, keys=keys))
+                                           previous_end=previous_end, keys=keys, resume=carry, why=why))
         queues = check_queues_of(layout, settings, spill, log, pool, resume)
         index = [f.result() for f in checked]
     verdict = conclude(layout, settings, log, scans, queues, index, known, findings)
