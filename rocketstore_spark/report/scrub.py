@@ -73,6 +73,9 @@ class ScrubRun:
     state: dict = field(default_factory=dict)         # the new state document (saved)
 
 
+_NEXT_RUN_ONLY = ("resume", "queue_files", "index_slots")     # the cross-checks' parts no entry shows
+
+
 def _as_json(obj):
     return json.loads(json_text(obj, indent=None))
 
@@ -213,7 +216,9 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
                                   {t.base_offset: segment_summary(scanned[(root, t.name)])
                                    for t in (plan.tasks if plan else [])}, prefixes)
             cross["index_slots"] = {relative_name(p, root): v for p, v in slots.found.items()}
-            cross = _as_json(cross)
+            # what this run's entry shows, as a carried run shows it (JSON); what only the next run reads (the
+            # resume, the file summaries: lists, dicts, ints and strings already) goes to the state file as it is
+            cross = {k: v if k in _NEXT_RUN_ONLY else _as_json(v) for k, v in cross.items()}
         else:       # no file changed, nor the options: the settings resolve as they did
             cross = prev["cross"]
             settings = BrokerSettings.from_json(cross["settings"]) if "settings" in cross else \

@@ -5,13 +5,13 @@ entries are read in chunks, so a corrupt ``index_count`` or a huge sparse file c
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from rocketstore_spark.codec import indexfile
+from rocketstore_spark.store.layout import stat_once
 
 CHUNK_ENTRIES = 1 << 20            # 20 MiB per read
 
@@ -37,7 +37,7 @@ def read_index_file(path: str, hash_slot_num: int | None = None, store_slots: in
     """The header of the IndexFile at ``path`` and its geometry: from ``hash_slot_num`` (the broker's
     maxHashSlotNum) when given, else inferred (``resolve_geometry``); a file whose geometry cannot be
     inferred alone (cut short, say) takes ``store_slots``, what its store's other files agree on."""
-    size = os.path.getsize(path)
+    size = stat_once(path).st_size
     with open(path, "rb") as f:
         head = f.read(indexfile.HEADER_SIZE)
     header = {k: int(v) for k, v in zip(indexfile.HEADER_DTYPE.names,
