@@ -157,7 +157,12 @@ def _heap_frozen():
     after (the state just loaded). Why: a full pass walks every object; with those loaded it takes about 90 ms
     here, and the allocations of a run over thousands of queue files trigger one every few runs: about 30 ms a
     run on average on the bench, an eighth of a nightly scrub's cost there. The young generations are still
-    collected; the end of the run gives the objects back (``gc.unfreeze``)."""
+    collected; the end of the run gives the objects back (``gc.unfreeze``). A process that froze its own heap
+    already (``gc.get_freeze_count()``: a forking server's habit) is left as it is: unfreezing at the end would
+    undo its freeze."""
+    if gc.get_freeze_count():
+        yield lambda: None
+        return
     gc.freeze()
     try:
         yield gc.freeze

@@ -200,3 +200,20 @@ def test_a_multi_path_log_given_to_discover_is_audited_and_scrubbed_over_all_its
     same_answer(first, want)
     again = scrub_stores(layouts(), str(tmp_path / "state.json")).audit.docs[0]
     same_answer(again, want)
+
+
+def test_a_run_gives_the_heap_back_to_the_collector_and_leaves_a_frozen_one_frozen(tmp_path):
+    """The scrub keeps the heap alive at its start out of full GC passes for the run only; a process that froze
+    its heap itself keeps it frozen."""
+    import gc
+    store = BY_ID["5.5.1/clean"].store
+    assert gc.get_freeze_count() == 0
+    scrub(store, tmp_path / "a.json")
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        scrub(store, tmp_path / "b.json")
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
