@@ -4,7 +4,7 @@ changed since the last run rather than of the store's size.
 
 Segments: ``verify.scrub.plan_segments`` says which are scanned again (new, grown, modified, bytes changed, and
 a rotating 1/N share of the rest; the module docstring there) and which of them resume where their last scan
-ended; the others' verdicts and findings are carried over from the state. One ``verify.cross.PrefixDigests`` a
+ended; the others' verdicts and findings are carried over from the state. One ``store.digests.PrefixDigests`` a
 run serves the plan (a resumed segment's prefix), the scanned segments' records and the cross-checks: the last
 segment's prefix is read once. The scans run through ``scan`` (default: on THREADS threads here; ``spark.scrub`` runs
 them on executors).
@@ -26,8 +26,9 @@ same rule (``store.indexes.SlotCounts``). On a live broker, whose queues, checkp
 the time, that is every night: resumed.
 
 The entry of each store is ``report.audit.audit_entry``'s plus ``scrub``: the segments scanned, why and from
-where (``resumed_from``: a segment resumed where its last scan ended, ``verify.scrub``), the bytes scanned, how the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole
-(``cross_checks_whole_because``: what could not be resumed), the rotation.
+where (``resumed_from``: a segment resumed where its last scan ended, ``verify.scrub``), the bytes scanned, how
+the cross-checks ran (``run`` whole, ``resumed``, ``carried``) and why whole (``cross_checks_whole_because``:
+what could not be resumed), the rotation.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ from rocketstore_spark.store.engines import UnsupportedStore, Work
 from rocketstore_spark.store.indexes import SlotCounts
 from rocketstore_spark.store.layout import listed_once, relative_name
 from rocketstore_spark.store.outputs import outside_stores, store_roots
-from rocketstore_spark.verify.cross import PrefixDigests, file_stat, refusal, resume_state, verify_resumed
+from rocketstore_spark.store.digests import PrefixDigests
+from rocketstore_spark.verify.cross import file_stat, refusal, resume_state, verify_resumed
 from rocketstore_spark.verify.queues import LogBounds
 from rocketstore_spark.verify.scrub import (ROTATION, SegmentTask, check_segment, files_signature, load_state,
                                             plan_segments, record_prefix, save_state, segment_summary)

@@ -58,50 +58,16 @@ from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.consumequeue import ENTRY_SIZE
 from rocketstore_spark.findings import Finding, finding
 from rocketstore_spark.rocketmq.settings import BrokerSettings
+from rocketstore_spark.store.digests import PrefixDigests
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.engines import Work
 from rocketstore_spark.store.layout import StoreMap, relative_name, stat_once
 from rocketstore_spark.store.rocksdb import queue_db
-from rocketstore_spark.verify.scrub import new_hash
 from rocketstore_spark.verify.index import IndexCarry, IndexVerdict, check_index_file, dispatched_keys, split_keys
 from rocketstore_spark.verify.store import (THREADS, Dispatched, StoreVerdict, check_queues_of, conclude,
                                             index_views, log_bounds, relative, store_root)
 
 RESUME_VERSION = 3                # 3: xxh3 digests (2: blake2b)
-HASH_BLOCK = 8 << 20
-
-
-class PrefixDigests:
-    """xxh3 (128 bits: ``verify.scrub.new_hash``) of the first ``length`` bytes of a file, then the length
-    (``digest``), read with pread; of the ``length`` bytes from ``start`` (an IndexFile's entry region: its header
-    and slot table change with every put), each start a prefix of its own.
-    One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
-    then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended —
-    and a length digested already is not read again (the scrub's segment plan and records share the run's
-    instance with the cross-checks: ``report.scrub``)."""
-
-    def __init__(self):
-        self._read: dict[tuple[str, int], tuple[int, object]] = {}  # (path, start) -> (bytes hashed, hash before length)
-        self._done: dict[tuple[str, int, int], str] = {}            # (path, length, start) -> digest
-
-    def digest(self, path: str, length: int, start: int = 0) -> str:
-        if (path, length, start) in self._done:
-            return self._done[(path, length, start)]
-        done, h = self._read.get((path, start), (0, None))
-        if h is None or done > length:
-            done, h = 0, new_hash()
-        else:
-            h = h.copy()
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            for at in range(done, length, HASH_BLOCK):
-                h.update(os.pread(fd, min(HASH_BLOCK, length - at), start + at))
-        finally:
-            os.close(fd)
-        self._read[(path, start)] = (length, h.copy())
-        h.update(length.to_bytes(8, "big"))
-        self._done[(path, length, start)] = h.hexdigest()
-        return self._done[(path, length, start)]
 
 
 def scans_of(layout: StoreLayout, verdicts: dict[str, dict], root: str) -> list[tuple[int, SimpleNamespace]]:

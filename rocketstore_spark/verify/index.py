@@ -44,12 +44,12 @@ from typing import Callable, Iterator
 
 import numba
 import numpy as np
-import xxhash
 
 from rocketstore_spark.codec import indexfile
 from rocketstore_spark.codec.dispatch_kernel import DispatchDecoder
 from rocketstore_spark.findings import CappedRun, Finding, finding
 from rocketstore_spark.rocketmq.releases import Release
+from rocketstore_spark.store.digests import new_hash
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.indexes import IndexFileView, iter_entries
 from rocketstore_spark.store.segment_reader import SegmentReader
@@ -71,7 +71,7 @@ class IndexCarry:
     entries: int                        # the file's entry count then: entries 1 .. entries are trusted unchanged
     slots: int                          # its geometry (hash slots, entries)
     index_num: int
-    begin: int                          # the physical offset the match started at (the header's begin, or the log's first)
+    begin: int                          # where the match started (the header's begin, or the log's first offset)
     at: int                             # its end then: the physical offset of entry ``entries``
     first: int                          # the first entry at ``at`` (the ones before it lie below)
     first_phy: int                      # entry 1's physical offset
@@ -160,8 +160,11 @@ def _reachable(heads, prev, n):
 
 
 def _heads_digest(newest: np.ndarray) -> str:
-    """xxh3 (the scrub's hash, ``verify.scrub.new_hash``) of every slot's newest entry, as the slot table holds it."""
-    return xxhash.xxh3_128_hexdigest(newest.astype(">i4").tobytes())
+    """The digest (the scrub's hash, ``store.digests.new_hash``) of every slot's newest entry, as the slot table
+    holds it."""
+    h = new_hash()
+    h.update(newest.astype(">i4").tobytes())
+    return h.hexdigest()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -503,7 +506,8 @@ def check_index_file(layout: StoreLayout, view: IndexFileView, root: str, store_
         why = why or next((w for bad, w in (
             ((g.hash_slot_num, g.index_num) != (resume.slots, resume.index_num), "its geometry changed"),
             (begin != resume.begin, f"it begins at {begin}, not {resume.begin}"),
-            (n < resume.entries or end < resume.at, f"it holds fewer entries than the {resume.entries} checked")) if bad),
+            (n < resume.entries or end < resume.at, f"it holds fewer entries than the {resume.entries} checked"))
+            if bad),
             None)
         if why is None:
             start, from_phy, v.keys_expected = resume.first, resume.at, resume.keys

@@ -5,10 +5,11 @@ the segment is read: a thread of the CLI, or a Spark executor). ``report.scrub``
 
 Per segment the state keeps its size, modification time (ns), whether a later segment followed it, a digest of
 sampled blocks of its bytes (``sample_digest``: SAMPLE_BLOCKS blocks of BLOCK bytes spread evenly over the
-file, 256 KiB of a 1 GiB segment; every digest of the scrub is ``new_hash``'s), the run that last scanned it whole, the scan's verdict (records, where the
-valid data ends and why, CRC failures, store times) and its findings (rows of the findings schema, files
-relative to the store root). A run scans again (whole, unless resumed: below), with BODYCRC, the 5.x ``__CRC32#`` property and
-store-time checks (``store.scan.scan_segment``, as the audit does):
+file, 256 KiB of a 1 GiB segment; every digest of the scrub is ``store.digests.new_hash``'s), the run that last
+scanned it whole, the scan's verdict (records, where the valid data ends and why, CRC failures, store times) and
+its findings (rows of the findings schema, files relative to the store root). A run scans again (whole, unless
+resumed: below), with BODYCRC, the 5.x ``__CRC32#`` property and store-time checks
+(``store.scan.scan_segment``, as the audit does):
 
 * ``new``: a segment the state does not know;
 * ``grown`` / ``resized``, ``modified``, ``followed``: its size, modification time, or whether a later segment
@@ -33,7 +34,7 @@ records) and no implausible store time (those are judged against the clock). It 
 end, a record boundary), the audit's state there (``codec.audit``'s slots: counts, first failures, the last
 store time, the scan's clock), the first ``__CRC32#`` failures, how many of the findings lead the record's list
 (the BODYCRC failures kept in full), the failures past the cap (``findings.FindingCap``: the first, the last,
-how many), and the digest (``verify.cross.PrefixDigests``: xxh3 of the bytes up to the position, then the
+how many), and the digest (``store.digests.PrefixDigests``: xxh3 of the bytes up to the position, then the
 length) the driver adds after the scan. A later run whose reason is ``grown``, ``modified`` or ``followed`` (not
 ``resized``, ``bytes changed``, ``new``, ``rotation``), whose file is not shorter than the position and whose
 bytes below it have that digest, scans only from the position on with that state carried (the task takes it to
@@ -55,11 +56,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import xxhash
-
 from rocketstore_spark.codec.commitlog import Stop
 from rocketstore_spark.documents import DocumentError, check, header, json_text
 from rocketstore_spark.findings import Finding, finding
+from rocketstore_spark.store.digests import PrefixDigests, new_hash
 from rocketstore_spark.store.discovery import StoreLayout
 from rocketstore_spark.store.durable import write_text
 from rocketstore_spark.store.scan import Carried, SegmentSummary, scan_segment
@@ -73,14 +73,6 @@ BLOCK = 4096
 VERDICT_FIELDS = ("records", "first_position", "valid_end", "data_end", "stop_reason", "stop_position",
                   "crc_failures", "first_crc_failure", "properties_crc_failures", "first_store_timestamp",
                   "last_store_timestamp")
-
-
-def new_hash():
-    """The hash of every digest the scrub keeps (here and in ``verify.cross``): xxh3 with 128 bits. Not a
-    cryptographic one — it tells bytes changed by accident or by a tool (bit rot, a rewrite) from the bytes
-    recorded, not bytes forged to collide — and 15 times blake2b's speed (7.5 against 0.5 GB/s on the reference
-    machine): the scrub reads again, every run, the prefix of each file a broker appends to."""
-    return xxhash.xxh3_128()
 
 
 def sample_digest(path: str, size: int) -> str:
@@ -152,7 +144,7 @@ def _carried(resume: dict) -> Carried:
 
 
 def record_prefix(record: dict, path: str, prefixes) -> None:
-    """Complete a scanned segment's record with the digest (``prefixes.digest``, ``verify.cross.PrefixDigests``)
+    """Complete a scanned segment's record with the digest (``prefixes.digest``, ``store.digests.PrefixDigests``)
     of its bytes up to the resume position, what trusts them next run (driver). A run's digests go on from the
     lengths digested already: the plan's of the last position, the cross-checks' of the log's end."""
     if "resume" in record:
@@ -189,10 +181,9 @@ def plan_segments(layout: StoreLayout, root: str, previous: dict | None, run: in
     """Which of the store's segments this run (number ``run`` of the store) scans again and why, from the
     store's previous state (``previous``: its ``segments`` and ``credit``; None for none), and from where: a
     segment with a ``resume`` record, grown, modified or followed, whose bytes up to its resume position have the
-    recorded digest (``prefixes``: the run's ``verify.cross.PrefixDigests``, shared with the cross-checks), is
+    recorded digest (``prefixes``: the run's ``store.digests.PrefixDigests``, shared with the cross-checks), is
     resumed there. Reads each unchanged segment's sampled blocks, and those prefixes; nothing else."""
     if prefixes is None:
-        from rocketstore_spark.verify.cross import PrefixDigests
         prefixes = PrefixDigests()
     known = (previous or {}).get("segments", {})
     tasks: list[SegmentTask] = []

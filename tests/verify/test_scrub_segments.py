@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.findings import CAP
 from rocketstore_spark.store.discovery import discover
+from rocketstore_spark.store import digests
+from rocketstore_spark.store.digests import PrefixDigests
 from rocketstore_spark.store.layout import offset_name
-from rocketstore_spark.verify import cross
-from rocketstore_spark.verify.cross import PrefixDigests
 from rocketstore_spark.verify.scrub import ROTATION, check_segment, plan_segments, record_prefix
 from rocketstore_spark.verify.store import store_root
 from tests.verify.test_scrub import as_json
@@ -239,7 +239,7 @@ def test_the_scrub_of_a_store_growing_in_place_resumes_reads_the_tail_once_and_a
         def pread(fd, n, at):
             hashed.append((os.readlink(f"/proc/self/fd/{fd}"), at, n))
             return real.pread(fd, n, at)
-    monkeypatch.setattr(cross, "os", Counting())
+    monkeypatch.setattr(digests, "os", Counting())
     entry = scrub(store, state)
     s = entry["scrub"]
     checked = {c["segment"]: c for c in s["checked"]}
