@@ -85,8 +85,9 @@ def timed(fn):
 
 def sync_queues(store: Path, conf: str, saved: dict | None = None) -> None:
     """The store's ConsumeQueues and IndexFiles as our rebuild (``--resync``) gives them, written only where they
-    differ (a broker's closed files stay as they were), those it does not give removed, and a checkpoint as of the newest IndexFile and record;
-    ``saved``: path -> its bytes before (None: it was not there), to put back."""
+    differ (a broker's closed files stay as they were) and as a broker leaves them (``write_as_broker``), those it
+    does not give removed, and a checkpoint as of the newest IndexFile and record; ``saved``: path -> its bytes
+    before (None: it was not there), to put back."""
     out = store.parent / "rebuilt"
     shutil.rmtree(out, ignore_errors=True)
     rebuild_store(str(store), str(out), broker_conf=conf, resync=True,
@@ -101,7 +102,7 @@ def sync_queues(store: Path, conf: str, saved: dict | None = None) -> None:
         if saved is not None:
             saved.setdefault(dest, dest.read_bytes() if dest.exists() else None)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
+        write_as_broker(dest, data)
     for sub in ("consumequeue", "index"):       # files of a longer log than this one (``--tail-fill``): gone
         for dest in sorted((store / sub).rglob("*")):
             if dest.is_file() and not (out / dest.relative_to(store)).exists():
@@ -115,6 +116,15 @@ def sync_queues(store: Path, conf: str, saved: dict | None = None) -> None:
     index_ts = int(indexfile.decode_header(sorted((store / "index").iterdir())[-1].read_bytes()[:40])["end_timestamp"])
     cp.write_bytes(checkpoint.encode(physic_msg_timestamp=index_ts, logics_msg_timestamp=index_ts,
                                      index_msg_timestamp=index_ts))
+
+
+def write_as_broker(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` as a broker leaves a file it maps: the bytes up to the last one that is not zero
+    written, the rest a hole. RocketMQ maps each ConsumeQueue and IndexFile at its full size
+    (``FileChannel.map`` extends the file: sparse) and writes entries as they come; a file written whole here
+    would be 6 MB of real zeros a queue, which every reader of the file's end then reads (a store copied without
+    its holes is like that: ``tar`` without ``-S``, ``rsync`` without ``-S``)."""
+    write_upto(path, data, len(data.rstrip(b"\0")))
 
 
 def record_ends(segment_mib: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -285,7 +295,7 @@ def main(argv=None):
             if data is None:
                 path.unlink()
             else:
-                path.write_bytes(data)
+                write_as_broker(path, data)
     mean = statistics.fmean(r["seconds"] for r in runs)
     with_scan = [r["seconds"] for r in runs if r["segments"]]
     without = [r["seconds"] for r in runs if not r["segments"]]

@@ -19,8 +19,9 @@ that gives the whole check's findings, else whole (``verify_store``); the recove
 way, but of the closed ConsumeQueue files (not their queue's last) it looked at last run it takes the summary
 kept in the state (``rocketmq.recovery.QueueFileReads``) when the file's size, modification and change times
 and inode are the recorded ones (``verify.cross.file_stat``: a file rewritten in place is read again), and of
-the segments this run scanned it takes the scrub's scans (``QueueFeed.offer_scans``, as the audit hands it
-verify's) rather than scanning them again. The
+every segment it takes the scrub's scan (``QueueFeed.offer_scans``, as the audit hands it verify's) — this
+run's, or the one the state carries for a segment trusted unchanged (the same trust the scrub's answer rests
+on) — rather than scanning the last segments again. The
 settings are resolved again likewise, each older IndexFile's inferred slot count taken from the state by the
 same rule (``store.indexes.SlotCounts``). On a live broker, whose queues, checkpoint and offsets change all
 the time, that is every night: resumed.
@@ -98,9 +99,9 @@ def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker
     ``verify_store`` without BODYCRC (its segment findings left out: the scrub's segment scans stand for
     them). ``segments``: this run's segment verdicts by name; ``queue_files``: the last run's summaries of
     the closed ConsumeQueue files its recovery report looked at (name -> [``verify.cross.file_stat``, summary]:
-    ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again); ``scans``: the
-    segments this run scanned (base offset -> ``store.scan.SegmentSummary``, BODYCRC checked), which the
-    recovery report takes rather than scanning them again (``QueueFeed.offer_scans``, as the audit's);
+    ``rocketmq.recovery.QueueFileReads``; a file whose size, times or inode moved is read again); ``scans``: every
+    segment's scan, this run's or carried (base offset -> ``store.scan.SegmentSummary``, BODYCRC checked), which
+    the recovery report takes rather than scanning them again (``QueueFeed.offer_scans``, as the audit's);
     ``prefixes``: the run's digests (the segment plan's and records' too: the tail segment's prefix read once)."""
     root = store_root(layout)
     reads = QueueFileReads({os.path.join(root, n): v for n, v in (queue_files or {}).items()}, identity=file_stat)
@@ -220,8 +221,9 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
             settings = resolve(layout, opts, broker_conf, slot_counts=slots)
             cross = _cross_checks(layout, settings, opts, broker_conf, work_dir,
                                   known.get("resume") if resumable else None, segments, known.get("queue_files"),
-                                  {t.base_offset: segment_summary(scanned[(root, t.name)])
-                                   for t in (plan.tasks if plan else [])}, prefixes)
+                                  # every segment's scan, this run's or carried (trusted as the scrub trusts it)
+                                  {seg.base_offset: segment_summary(segments[name]) for seg in layout.segments
+                                   if (name := relative_name(seg.path, root)) in segments}, prefixes)
             cross["index_slots"] = {relative_name(p, root): v for p, v in slots.found.items()}
             # what this run's entry shows, as a carried run shows it (JSON); what only the next run reads (the
             # resume, the file summaries: lists, dicts, ints and strings already) goes to the state file as it is
