@@ -42,8 +42,10 @@ class SegmentSummary:
     crc_failures: int = 0
     first_crc_failure: int | None = None      # physical offset
     findings: list[Finding] = field(default_factory=list)
-    resumed_from: int | None = None            # scan_segment: where it started reading, when it resumed
-    carry: "Carried | None" = None             # scan_segment: what a scan resuming at valid_end takes, if it may
+    # how the scan was made and what a later one may take (scan_segment's), not what it found: two scans of the
+    # same bytes compare equal whichever walk made them (the audit's dispatch walk keeps no carry)
+    resumed_from: int | None = field(default=None, compare=False)   # where it started reading, when it resumed
+    carry: "Carried | None" = field(default=None, compare=False)    # what a scan resuming at valid_end takes
 
 
 # the ends a broker leaves while it appends (zero fill after the last record), or when it rolls (a BLANK, or the
