@@ -2,6 +2,9 @@
 same run (both warm: kernels compiled, page cache holding the store) — on the unchanged store, and after about 1 %
 of new data was appended as a broker appends it.
 
+    .venv/bin/python bench/bench_scrub.py --gib 8 --segment-mib 64 --out OUT --after-repeat 5  # the size
+    .venv/bin/python bench/bench_scrub.py --gib 8 --segment-mib 1024 --cq-entries 300000 --index-num 20000000 \
+        --out OUT --after-repeat 5                                       # RocketMQ's default geometry
     .venv/bin/python bench/bench_scrub.py --gib 2 --segment-mib 64 --out /tmp/rs-bench-scrub     # 32 segments
 
 A broker's last segment is partly written: --tail-fill F (default 0.5) leaves in the store's last segment only
