@@ -1,13 +1,16 @@
 """Digests of store files the incremental scrub trusts by their bytes (wherever the scrub's driver runs): the
 hash they are all made with (``new_hash``), and the digests of file prefixes one run reads once
-(``PrefixDigests``). Read-only: every file is opened O_RDONLY and read with pread."""
+(``PrefixDigests``). Read-only: every file is opened O_RDONLY and read through a read-only mapping
+(``hash_range``)."""
 from __future__ import annotations
 
 import os
 
 import xxhash
 
-HASH_BLOCK = 8 << 20            # bytes a pread while a prefix is digested
+from rocketstore_spark.store.segment_reader import map_window
+
+HASH_BLOCK = 8 << 20            # bytes hashed a call while a prefix is digested
 
 
 def new_hash():
@@ -18,9 +21,25 @@ def new_hash():
     return xxhash.xxh3_128()
 
 
+def hash_range(h, path: str, position: int, length: int) -> None:
+    """The bytes [position, position + length) of the file at ``path``, as many of them as it holds (a file cut
+    below them hashes short, and so differs from any digest of the longer file), fed into the hash ``h``.
+    Through a read-only shared mapping (``store.segment_reader.map_window``): the page cache hashed where it
+    lies. A pread copy of each block cost as much again as the hash (85 against 50 ms for 512 MiB): the scrub
+    digests every run the prefix of each file a broker appends to, up to a GiB."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        have = max(0, min(length, os.fstat(fd).st_size - position))   # a mapping past the end would fault
+        data = map_window(fd, position, have)
+    finally:
+        os.close(fd)
+    for at in range(0, have, HASH_BLOCK):
+        h.update(data[at:at + HASH_BLOCK])
+
+
 class PrefixDigests:
     """xxh3 (128 bits: ``new_hash``) of the first ``length`` bytes of a file, then the length
-    (``digest``), read with pread; of the ``length`` bytes from ``start`` (an IndexFile's entry region: its header
+    (``digest``), read through ``hash_range``; of the ``length`` bytes from ``start`` (an IndexFile's entry region: its header
     and slot table change with every put), each start a prefix of its own.
     One run's: a file digested up to one length and then up to a longer one (the last run's point checked,
     then this run's recorded) is read once — the second digest goes on from where the first one's bytes ended —
@@ -39,12 +58,7 @@ class PrefixDigests:
             done, h = 0, new_hash()
         else:
             h = h.copy()
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            for at in range(done, length, HASH_BLOCK):
-                h.update(os.pread(fd, min(HASH_BLOCK, length - at), start + at))
-        finally:
-            os.close(fd)
+        hash_range(h, path, start + done, length - done)
         self._read[(path, start)] = (length, h.copy())
         h.update(length.to_bytes(8, "big"))
         self._done[(path, length, start)] = h.hexdigest()
