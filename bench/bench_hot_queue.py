@@ -28,9 +28,7 @@ import os
 import platform
 import random
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_read import store_arguments  # noqa: E402
 from rocketstore_spark.codec.encode import Message, SegmentWriter  # noqa: E402
 from tests.builders import tile_copies, tiled_segment_chunks  # noqa: E402
-from tests.peak_rss import CLI_WITH_PEAK, reported_peak_mib  # noqa: E402
+from tests.peak_rss import cli_with_peak  # noqa: E402
 
 TOPIC = "hot_topic"
 TEMPLATE_BYTES = 4 << 20
@@ -84,18 +82,6 @@ def build_store(store: Path, gib: float, segment_mib: int) -> int:
     return segments * per_segment
 
 
-def timed(argv: list[str], python_path: Path = ROOT, ok=(0, 3)) -> dict:
-    """``rocketstore ARGV`` in a fresh process running the code in ``python_path``: seconds and its own peak RSS."""
-    env = {**os.environ, "PYTHONPATH": f"{python_path}{os.pathsep}{ROOT}"}
-    t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CLI_WITH_PEAK, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, env=env, cwd=python_path)        # python -c puts the cwd first on the path
-    seconds = time.perf_counter() - t
-    if proc.returncode not in ok or "PEAK_KIB" not in proc.stderr:
-        raise RuntimeError(f"rocketstore {' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
-    return {"seconds": round(seconds, 1), "peak_mib": round(reported_peak_mib(proc.stderr)), "exit": proc.returncode}
-
-
 def main(argv=None):
     p = store_arguments(__doc__, segment_mib=1024)
     p.set_defaults(gib=8.0)
@@ -111,7 +97,7 @@ def main(argv=None):
     runs = results["runs"]
 
     def run(name: str, argv: list[str], **kw) -> None:
-        runs[name] = timed(argv, **kw)
+        runs[name] = cli_with_peak(argv, **kw)
         print(name, runs[name], flush=True)
 
     if not (store / "consumequeue").is_dir():

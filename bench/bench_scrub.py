@@ -42,6 +42,11 @@ outweigh a store this small. Steps, each timed in this process (``report.audit.a
                         whole, as before #28's resumed scans), which of the two first alternating — the same
                         run's A/B; and the scan of the segment it resumes alone, resumed and whole, alternating
 
+As an operator runs them (unless --no-peak), each a fresh process (``rocketstore audit STORE [--scrub STATE]``,
+``tests.peak_rss.cli_with_peak``: seconds with start-up, and the process's own peak resident memory): the
+audit, a first scrub, a scrub of the unchanged store and the scrub after growth (from the state before it, what
+the in-process runs resumed from).
+
 The store is put back as it was afterwards (the new segment removed, the changed files restored, the last
 segment's bytes put back). Figures go to
 stdout and OUT/scrub-results.json.
@@ -78,6 +83,7 @@ from rocketstore_spark.store.segment_reader import SegmentReader  # noqa: E402
 from rocketstore_spark.verify import scrub as verify_scrub  # noqa: E402
 from rocketstore_spark.verify.store import store_root  # noqa: E402
 from tests.builders import rebase_segment, synthetic_segment  # noqa: E402
+from tests.peak_rss import cli_with_peak  # noqa: E402
 
 
 def timed(fn):
@@ -215,6 +221,21 @@ def tail_scan_times(layout, state_before: str, args) -> dict | None:
     return times
 
 
+def as_operator(store: Path, conf: str, work: Path, name: str, state: str | None = None, rotation: int = 28) -> dict:
+    """``rocketstore audit STORE`` (with ``--scrub STATE``: the nightly scrub) as an operator runs it, a fresh
+    process: seconds (start-up and kernel cache loads included), its own peak RSS, and for the scrub what it
+    scanned (from its ``--output`` document: the run is the in-process run's, not a start-over)."""
+    out = work / f"{name}.json"
+    argv = ["audit", store, "--broker-conf", conf, "--output", out]
+    argv += ["--scrub", state, "--rotation", rotation] if state else []
+    run = cli_with_peak(argv)
+    scrub = json.loads(out.read_text())["stores"][0].get("scrub")
+    if scrub:
+        run.update(segments=len(scrub["checked"]), bytes_checked=scrub["bytes_checked"],
+                   cross_checks=scrub["cross_checks"])
+    return run
+
+
 def findings_of(run) -> Counter:
     return Counter(json.dumps(f, sort_keys=True) for f in run.audit.docs[0]["findings"]) if hasattr(run, "audit") \
         else Counter(json.dumps(f, sort_keys=True) for f in run.docs[0]["findings"])
@@ -231,6 +252,8 @@ def main(argv=None):
                    help="runs of the scrub after growth, each from the state before it (best reported)")
     p.add_argument("--tail-fill", type=float, default=0.5,
                    help="the last segment holds its records up to this share of its size (1: full, as built)")
+    p.add_argument("--no-peak", action="store_true",
+                   help="skip the fresh-process runs that take each command's peak memory")
     p.add_argument("--compare-whole", action="store_true",
                    help="also time the scrub after growth with resumed segment scans off, interleaved")
     args = p.parse_args(argv)
@@ -267,6 +290,13 @@ def main(argv=None):
                          "bytes": s["bytes_checked"], "cross_checks": s["cross_checks"]})
         segs = sorted((store / "commitlog").iterdir())
         total = sum(f.stat().st_size for f in segs)
+        peaks = {}
+        if not args.no_peak:        # what an operator's process holds: the audit, a first and an unchanged scrub
+            shutil.copy(state, state + ".kept")
+            peaks["audit"] = as_operator(store, conf, work, "audit")
+            peaks["scrub_first"] = as_operator(store, conf, work, "first", str(work / "fresh.json"), args.rotation)
+            peaks["scrub_unchanged"] = as_operator(store, conf, work, "unchanged", state, args.rotation)
+            shutil.copy(state + ".kept", state)                     # the rotation goes on from where it was
         # growth, as a broker appends
         current = lambda p: p.read_bytes() if p.exists() else None          # noqa: E731
         before = {p: current(p) for p in saved}                             # as the growth finds them
@@ -287,6 +317,9 @@ def main(argv=None):
                 finally:
                     verify_scrub.RESUMABLE = resumable
         after_s, after = min(afters, key=lambda a: a[0])
+        if not args.no_peak:
+            shutil.copy(state + ".before", state)
+            peaks["scrub_after_growth"] = as_operator(store, conf, work, "after", state, args.rotation)
         tail_scans = tail_scan_times(layouts()[0], state + ".before", args) if args.compare_whole else None
         after_audit_s, after_audit = timed(audit)
         recovery_s, _ = timed(lambda: recovery_report(str(store), broker_conf=conf))
@@ -333,6 +366,7 @@ def main(argv=None):
         "audit_of_grown_seconds": round(after_audit_s, 3), "findings_equal_the_audit": same,
         "findings": len(after_audit.docs[0]["findings"]),
         "recovery_report_seconds": round(recovery_s, 3),
+        "fresh_process": peaks,
     }
     print(json.dumps({k: v for k, v in result.items() if k != "unchanged_runs"}, indent=1))
     args.out.mkdir(parents=True, exist_ok=True)

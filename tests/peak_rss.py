@@ -7,6 +7,14 @@ carried over the exec, so a test could fail on the parent's memory, or pass with
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def peak_rss_kib() -> int:
     """The calling process's peak resident set since its exec, in KiB (Linux)."""
@@ -36,3 +44,17 @@ sys.exit(code)
 def reported_peak_mib(stderr: str) -> float:
     """The peak a CLI_WITH_PEAK process printed, in MiB."""
     return int(stderr.rsplit("PEAK_KIB ", 1)[1].split()[0]) / 1024
+
+
+def cli_with_peak(argv: list[str], python_path: Path = ROOT, ok=(0, 3)) -> dict:
+    """``rocketstore ARGV`` in a fresh process running the code in ``python_path`` (a checkout; the benches'
+    A/B): wall seconds, its own peak RSS in MiB, its exit status (one of ``ok``, else RuntimeError)."""
+    env = {**os.environ, "PYTHONPATH": f"{python_path}{os.pathsep}{ROOT}"}
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CLI_WITH_PEAK, *map(str, argv)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=python_path)        # python -c puts the cwd first on the path
+    seconds = time.perf_counter() - began
+    if proc.returncode not in ok or "PEAK_KIB" not in proc.stderr:
+        raise RuntimeError(f"rocketstore {' '.join(map(str, argv))}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    return {"seconds": round(seconds, 2), "peak_mib": round(reported_peak_mib(proc.stderr)), "exit": proc.returncode}
