@@ -63,8 +63,8 @@ def settings_args(settings: dict | None, any_setting: bool = False) -> list[str]
 
 
 def generator(version: str, *args: str, timeout: float = 600) -> None:
-    cmd = ["java", *regenerate.JVM_OPTS, "-cp", classpath(version), "io.rocketstore.golden.Generator", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    with regenerate.java(classpath(version), "io.rocketstore.golden.Generator", *args) as cmd:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise regenerate.GoldenError(f"generator {' '.join(args)} failed for RocketMQ {version} "
                                      f"(exit {proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -116,10 +116,10 @@ def batchcq_view(store: str | os.PathLike, version: str = "5.5.1") -> dict:
     ``loaded`` false there)."""
     with tempfile.TemporaryDirectory(prefix="rmq-batchcq-") as scratch:
         scratch = Path(scratch)
-        cmd = ["java", *regenerate.JVM_OPTS, f"-Duser.home={scratch}", "-cp", classpath(version, rocksdb=True),
-               "io.rocketstore.golden.BatchCQGolden",
-               "view", "--store", str(store), "--work", str(scratch / "work"), "--out", str(scratch / "view.json")]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        with regenerate.java(classpath(version, rocksdb=True), "io.rocketstore.golden.BatchCQGolden", "view",
+                             "--store", str(store), "--work", str(scratch / "work"), "--out", str(scratch / "view.json"),
+                             options=(f"-Duser.home={scratch}",)) as cmd:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise regenerate.GoldenError(f"BatchCQGolden view failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
         view = json.loads((scratch / "view.json").read_text())

@@ -38,7 +38,7 @@ def rocketmq_view(store: Path, work: Path) -> dict:
     from tests.golden import regenerate, serve_check
     cp = serve_check.classpath("5.5.1", timers=True)
     out = work / "view.json"
-    subprocess.run(["java", *regenerate.JVM_OPTS, "-cp", cp, "io.rocketstore.golden.TimerGolden", "view", "--store",
-                    str(store), "--work", str(work / "copy"), "--out", str(out)], check=True, capture_output=True,
-                   timeout=300)
+    with regenerate.java(cp, "io.rocketstore.golden.TimerGolden", "view", "--store", str(store), "--work",
+                         str(work / "copy"), "--out", str(out)) as cmd:
+        subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     return json.loads(out.read_text())
