@@ -84,11 +84,15 @@ def _as_json(obj):
 
 
 def _settings_key(options: dict | None, broker_conf: str | None) -> str:
+    """What the state of a store is kept under: the settings given (an option given as None is not given: the
+    CLI and the Spark job pass ``rocketmqVersion: None`` when no --rocketmq-version was given, a library call
+    passes no options, and the three share one state) and the broker.conf's path, size and time."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
     conf = None
     if broker_conf:
         st = os.stat(broker_conf)
         conf = [os.path.abspath(broker_conf), st.st_size, st.st_mtime_ns]
-    return json.dumps([options or {}, conf], sort_keys=True, default=str)
+    return json.dumps([options, conf], sort_keys=True, default=str)
 
 
 def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker_conf, work_dir,

@@ -184,6 +184,19 @@ def test_rocketstore_audit_scrub(tmp_path):
     assert r.exit_code == 2 and "inside the store" in r.stderr
 
 
+def test_the_cli_and_a_library_call_without_settings_share_one_state(tmp_path):
+    """``rocketstore audit --scrub`` (no --rocketmq-version) and ``scrub_stores`` with no options go on from each
+    other's state; a version given is another state (the settings resolve otherwise)."""
+    store = BY_ID["5.5.1/clean"].store
+    state = tmp_path / "state.json"
+    assert cli("audit", store, "--scrub", state).exit_code == 0
+    assert scrub(store, state)["scrub"]["cross_checks"] == "carried"
+    assert json.loads(cli("audit", store, "--scrub", state, "--json").stdout)["stores"][0]["scrub"][
+        "cross_checks"] == "carried"
+    doc = json.loads(cli("audit", store, "--scrub", state, "--json", "--rocketmq-version", "5.5.1").stdout)
+    assert doc["stores"][0]["scrub"]["cross_checks"] == "run" and doc["stores"][0]["scrub"]["run"] == 1
+
+
 @pytest.mark.parametrize("scenario", ["clean", "crash"])
 def test_a_multi_path_log_given_to_discover_is_audited_and_scrubbed_over_all_its_directories(scenario, tmp_path):
     # RocketMQ 5.5.1's log over two directories, given as discover(commitlog_dirs=): verify and the recovery
