@@ -131,7 +131,8 @@ def _cross_checks(layout: StoreLayout, settings: BrokerSettings, options, broker
             after = resume_state(layout, v, prefixes=prefixes)
         else:
             how = "resumed"
-            v, after = verify_resumed(layout, settings, resume, verdicts, work_dir, prefixes)
+            # each queue's last file summarized once between the queue check and the report (``reads``)
+            v, after = verify_resumed(layout, settings, resume, verdicts, work_dir, prefixes, reads)
         rec, refused = None, None
         if report is not None:
             try:

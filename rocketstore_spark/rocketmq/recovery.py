@@ -114,18 +114,41 @@ class QueueFileReads:
     times and inode: no call sets the change time back, so a file rewritten in place is read again). A closed
     file whose identity is the recorded one is not read. ``found``: path -> [identity, summary] of the closed
     files this run looked at, identity taken before the read (for the caller to keep); empty without
-    ``identity``."""
+    ``identity``.
+
+    Each queue's last file (the one a broker appends to) is summarized once a run between this simulation and
+    the scrub's queue check, which runs beside it on another thread and reads the same file whole
+    (``verify.queues.check_resumed_queues``): whichever comes to it first leaves its summary here
+    (``last_file``, ``share_last_file``), the other takes it. Only a file both see as their queue's last is
+    shared: a closed file's summary is kept for the next run under its identity, and must be of the bytes that
+    identity names (a file the broker closed between the two reads is read by each)."""
 
     def __init__(self, known: dict[str, list] | None = None, identity=None):
         self.known, self.identity = known or {}, identity
         self.found: dict[str, list] = {}
         self._summaries: dict[str, list[int]] = {}
+        self._last_files: dict[str, list] = {}      # path -> summary of a queue's last file (either reader's)
+
+    def last_file(self, path: str) -> list | None:
+        """The summary of the queue's last file at ``path`` either reader made this run, else None."""
+        return self._last_files.get(path)
+
+    def share_last_file(self, path: str, summary: list) -> list:
+        """Leave the summary of a queue's last file; the one kept (the first left: both readers answer the same
+        from then on)."""
+        return self._last_files.setdefault(path, summary)
 
     def summary(self, path: str, closed: bool = False) -> list[int]:
         s = self._summaries.get(path)
         if s is not None:
             return s
-        ident = self.identity(path) if closed and self.identity is not None else None
+        if not closed:
+            s = self._last_files.get(path)
+            if s is None:
+                s = self.share_last_file(path, cq.file_summary(_entries(path)))
+            self._summaries[path] = s
+            return s
+        ident = self.identity(path) if self.identity is not None else None
         old = self.known.get(path) if ident is not None else None
         if old is not None and old[0] == ident:
             s = old[1]

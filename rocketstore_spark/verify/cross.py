@@ -255,11 +255,12 @@ def refusal(layout: StoreLayout, prev: dict | None, verdicts: dict[str, dict],
 
 
 def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, verdicts: dict[str, dict],
-                   work_dir: str | None, prefixes: PrefixDigests | None = None) -> tuple[StoreVerdict, dict]:
+                   work_dir: str | None, prefixes: PrefixDigests | None = None,
+                   queue_reads=None) -> tuple[StoreVerdict, dict]:
     """The cross-checks of ``layout`` resumed from ``prev`` (``resume_state``'s; ``refusal`` found nothing
     against it), the segments' scans given by the scrub (``verdicts``: segment name -> verdict): the verdict
     (its findings without the segment scans' findings, which the scrub keeps) and the state for the next
-    run."""
+    run. ``queue_reads``: the recovery report's beside it (``verify.store.check_queues_of``)."""
     prefixes = prefixes or PrefixDigests()
     root = store_root(layout)
     scans = scans_of(layout, verdicts, root)
@@ -298,7 +299,7 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
                 checked.append(pool.submit(_check_index, layout, view, root, settings.geometry, settings.release,
                                            settings.message_delay_level, log, newest=newest,
                                            previous_end=previous_end, keys=keys, resume=carry, why=why))
-        queues = check_queues_of(layout, settings, spill, log, pool, resume)
+        queues = check_queues_of(layout, settings, spill, log, pool, resume, queue_reads=queue_reads)
         index = [f.result() for f in checked]
     verdict = conclude(layout, settings, log, scans, queues, index, known, findings)
     return verdict, resume_state(layout, verdict, known, prefixes)

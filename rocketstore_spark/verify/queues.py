@@ -236,22 +236,33 @@ def check_queue(topic: str, queue_id: int, queue_dir: str | None, root: str, rec
 
 
 def _bounds(files: list[_File], resume: dict | None, log: LogBounds, expired_min_is_max: bool,
-            summaries: dict[str, list], read: Callable[[int], np.ndarray]) -> tuple[int, int]:
+            summaries: dict[str, list], read: Callable[[int], np.ndarray], last: list | None = None,
+            share: Callable[[str, list], object] | None = None) -> tuple[int, int]:
     """RocketMQ's bounds of the queue (``rocketmq.consumequeue.rocketmq_bounds``); of the closed files the
     resume's ``summaries`` name (files known unchanged, as its ``counts``) the summary is taken, not read;
-    ``summaries`` gets each file's the bounds took; ``read(k)``: file k's held entries."""
+    ``summaries`` gets each file's the bounds took; ``read(k)``: file k's held entries. ``last``: the last
+    file's summary when the recovery report beside this check made it this run; ``share(path, summary)``: where
+    the last file's summary goes when this check makes it (``rocketmq.recovery.QueueFileReads``)."""
     known = {n: x for n, x in (resume or {}).get("summaries", {}).items() if n in (resume or {}).get("counts", {})}
+    if last is not None:
+        known[files[-1].name] = last
 
     def summary(k: int) -> list:
         f = files[k]
-        found = summaries[f.name] = known.get(f.name) or cq.file_summary(read(k))
+        found = known.get(f.name)
+        if found is None:
+            found = cq.file_summary(read(k))
+            if share is not None and k == len(files) - 1:
+                share(f.path, found)
+        summaries[f.name] = found
         return found
     return cq.rocketmq_bounds([(f.name, f.cq_offset) for f in files], read, log.min_offset, expired_min_is_max,
                               summary)
 
 
 def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_size: int, locate: Locate,
-                         expired_min_is_max: bool = True, consume_queue_ext: bool = False) -> list[QueueVerdict]:
+                         expired_min_is_max: bool = True, consume_queue_ext: bool = False,
+                         queue_reads=None) -> list[QueueVerdict]:
     """``check_queue`` of many queues at once, each resumed (the scrub's resumed cross-checks): ``queues`` holds
     (topic, queue id, directory, records — one dict of columns —, resume) each; the verdicts come back in that
     order, each the one ``check_queue`` gives.
@@ -267,7 +278,12 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
     files' next entry holds, with the same offset, size and tagsCode. A queue where any of that fails — or that
     has no resume, records in chunks, files whose sizes or names are findings, a ConsumeQueueExt — is checked
     by ``check_queue`` itself, whose findings (and everything else) it then has: the answer is ``check_queue``'s
-    either way."""
+    either way.
+
+    ``queue_reads``: the ``rocketmq.recovery.QueueFileReads`` of the recovery report running beside this check
+    (the scrub's): each queue's last file — the one a broker appends to, read whole here for its count and
+    bounds — is summarized once between the two. When the report summarized it first, only its entries written
+    since are read here."""
     out: list[QueueVerdict | None] = [None] * len(queues)
     fast = []                   # (k in queues, verdict so far, files, resume, records, new entries, their qos, walk idx)
     for k, (topic, queue_id, queue_dir, records, resume) in enumerate(queues):
@@ -277,7 +293,12 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
         if _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size):
             continue
         held: dict[int, np.ndarray] = {}        # the files read whole: those a broker appended to since
-        files = _queue_files(listed, resume["counts"], held)
+        counts, last = resume["counts"], None
+        if queue_reads is not None and listed and listed[-1][4] is None and listed[-1][1] not in counts:
+            last = queue_reads.last_file(listed[-1][0])         # the recovery report's, or None
+            if last is not None:
+                counts = {**counts, listed[-1][1]: last[0]}     # what it holds: not read whole again
+        files = _queue_files(listed, counts, held)
         v = QueueVerdict(topic, queue_id, files=len(files), held=[(f.path, f.base, f.count) for f in files])
 
         def read(j: int, files=files, held=held) -> np.ndarray:
@@ -285,7 +306,8 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
                 held[j] = files[j].read(0, files[j].count)
             return held[j]
         summaries: dict[str, list] = {}
-        v.min_offset, v.max_offset = _bounds(files, resume, log, expired_min_is_max, summaries, read)
+        v.min_offset, v.max_offset = _bounds(files, resume, log, expired_min_is_max, summaries, read, last,
+                                             queue_reads.share_last_file if queue_reads is not None else None)
         v.resume = {"summaries": summaries}
         last = resume["walk"]["last"]
         raws, qos, walked = [], [], []

@@ -502,7 +502,7 @@ def _verify_store(path: str, options: dict | None, broker_conf: str | None, chec
 
 def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispatched, log: LogBounds, pool,
                     resume: dict | None = None, findings: list[Finding] | None = None,
-                    queue_feed: QueueFeed | None = None) -> list[QueueVerdict]:
+                    queue_feed: QueueFeed | None = None, queue_reads=None) -> list[QueueVerdict]:
     """Every queue of the store (its directory, or records in ``spill``, waited for) checked, sorted by topic
     and queue id: a queue group on ``pool`` while this thread reads and sorts the next (two groups held at
     most). ``resume``: (topic, queue id) -> the ``check_queue`` resume of the queues it names (the scrub's
@@ -510,7 +510,8 @@ def check_queues_of(layout: StoreLayout, settings: BrokerSettings, spill: Dispat
 pass, ``verify.queues.check_resumed_queues``, on this thread). A RocksDB ConsumeQueue's units
     are checked against the same dispatch instead (never resumed); what is wrong with the database itself is
     appended to ``findings``. ``queue_feed``: given each queue's records as they are checked, then closed
-    (complete: every queue of the log fed)."""
+    (complete: every queue of the log fed). ``queue_reads``: resumed, the summaries of each queue's last file
+    shared with the recovery report running beside (``check_resumed_queues``)."""
     root = store_root(layout)
     db = queue_db(layout.root)
     if db is not None:
@@ -550,7 +551,8 @@ pass, ``verify.queues.check_resumed_queues``, on this thread). A RocksDB Consume
         queues = check_resumed_queues([(topic, queue_id, dirs.get((topic, queue_id)), cols,
                                         resume.get((topic, queue_id))) for topic, queue_id, cols in found],
                                       root, log, settings.consume_queue_file_size, locate,
-                                      settings.release.expired_min_is_max, has_consume_queue_ext(layout))
+                                      settings.release.expired_min_is_max, has_consume_queue_ext(layout),
+                                      queue_reads)
         queues.sort(key=lambda q: (q.topic, q.queue_id))
         return queues
     checking = None

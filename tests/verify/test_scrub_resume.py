@@ -19,8 +19,9 @@ from rocketstore_spark.codec.encode import Message, SegmentWriter
 from rocketstore_spark.rebuild.output import rebuild_store
 from rocketstore_spark.report.audit import audit_stores
 from rocketstore_spark.report.scrub import scrub_stores
+from rocketstore_spark.rocketmq.recovery import QueueFileReads
 from rocketstore_spark.store.discovery import discover
-from rocketstore_spark.store.layout import offset_name
+from rocketstore_spark.store.layout import StoreMap, offset_name
 from rocketstore_spark.verify import queues
 from rocketstore_spark.store.indexes import SlotCounts, read_index_file, store_slot_count
 from rocketstore_spark.verify.cross import file_stat
@@ -375,13 +376,23 @@ def test_the_queues_checked_on_in_one_pass_are_what_check_queue_gives_each(tmp_p
     monkeypatch.setattr(queues, "check_queue", lambda topic, queue_id, *a: left.append((topic, queue_id)) or
                         alone(topic, queue_id, *a))
 
-    def both(given, root, log, file_size, locate, expired_min_is_max=True, consume_queue_ext=False):
-        got = real(given, root, log, file_size, locate, expired_min_is_max, consume_queue_ext)
+    def both(given, root, log, file_size, locate, expired_min_is_max=True, consume_queue_ext=False,
+             queue_reads=None):
+        got = real(given, root, log, file_size, locate, expired_min_is_max, consume_queue_ext, queue_reads)
         monkeypatch.setattr(queues, "check_queue", alone)
-        for (topic, queue_id, queue_dir, records, resume), v in zip(given, got):
+        # as when the recovery report beside it summarized every queue's last file first (only the new entries
+        # are read here then)
+        first = QueueFileReads()
+        for _, _, queue_dir, _, _ in given:
+            files = [p for p, _ in StoreMap.queue_files(queue_dir)] if queue_dir is not None else []
+            if files:
+                first.summary(files[-1])
+        after_report = real(given, root, log, file_size, locate, expired_min_is_max, consume_queue_ext, first)
+        for (topic, queue_id, queue_dir, records, resume), v, r in zip(given, got, after_report):
             want = queues.check_queue(topic, queue_id, queue_dir, root, records, log, file_size, locate,
                                       expired_min_is_max, consume_queue_ext, resume)
             assert as_json(v.__dict__) == as_json(want.__dict__), (topic, queue_id)
+            assert as_json(r.__dict__) == as_json(want.__dict__), (topic, queue_id)
             compared.append(bool(want.findings))
         return got
     monkeypatch.setattr(verify_store_module, "check_resumed_queues", both)
