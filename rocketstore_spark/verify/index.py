@@ -111,8 +111,10 @@ def _slot_heads(view: IndexFileView) -> np.ndarray:
     with open(view.path, "rb") as f:
         f.seek(indexfile.HEADER_SIZE)
         raw = f.read(indexfile.SLOT_SIZE * g.hash_slot_num)
-    heads = np.frombuffer(raw[:len(raw) // 4 * 4], dtype=">i4").astype(np.int64)
-    return np.pad(heads, (0, g.hash_slot_num - len(heads)))
+    heads = np.zeros(g.hash_slot_num, dtype=np.int64)      # one conversion into the table: no padded copy
+    held = len(raw) // 4
+    heads[:held] = np.frombuffer(raw, dtype=">i4", count=held)
+    return heads
 
 
 def _entry_chunks(view: IndexFileView, start: int = 1) -> Iterator[tuple[int, np.ndarray]]:
@@ -163,7 +165,7 @@ def _heads_digest(newest: np.ndarray) -> str:
     """The digest (the scrub's hash, ``store.digests.new_hash``) of every slot's newest entry, as the slot table
     holds it."""
     h = new_hash()
-    h.update(newest.astype(">i4").tobytes())
+    h.update(newest.astype(">i4"))             # hashed where it lies (buffer protocol): no bytes copy
     return h.hexdigest()
 
 
