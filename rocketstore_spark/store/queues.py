@@ -109,25 +109,28 @@ def held_file_count(path: str) -> int:
 
 
 def read_held(path: str) -> np.ndarray:
-    """The entries of the ConsumeQueue file at ``path`` that ``consumequeue.held`` keeps (a copy, writable),
-    as ``held_file_count`` counts them, in one read: the entries up to the end of its data and the one after it
-    (all that count looks at, and all it can keep)."""
+    """The entries of the ConsumeQueue file at ``path`` that ``consumequeue.held`` keeps (writable, over a buffer
+    of their own), as ``held_file_count`` counts them, in one read: the entries up to the end of its data and the
+    one after it (all that count looks at, and all it can keep)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
         count = size // consumequeue.ENTRY_SIZE
         scan_from = -(-data_end(fd, size) // consumequeue.ENTRY_SIZE)
         want = min(count, scan_from + 1) * consumequeue.ENTRY_SIZE
-        data = os.pread(fd, want, 0)
-        while len(data) < want:                 # a short read (a file cut meanwhile reads as far as it goes)
-            more = os.pread(fd, want - len(data), len(data))
+        # read into a buffer the entries are then a view of: a copy of a packed 20-byte structured array is
+        # an item at a time (1.8 GB/s here), twice the read itself
+        buf = np.empty(want, dtype=np.uint8)
+        got = 0
+        while got < want:                   # a short read (a file cut meanwhile reads as far as it goes)
+            more = os.preadv(fd, [buf[got:]], got)
             if not more:
                 break
-            data += more
-        entries = consumequeue.decode_entries(data)
+            got += more
+        entries = consumequeue.decode_entries(buf[:got])
         n = consumequeue.held_count(len(entries), lambda start, end: entries[start:end],
                                     scan_from=min(scan_from, len(entries)))
-        return entries[:n].copy()
+        return entries[:n]
     finally:
         os.close(fd)
 
