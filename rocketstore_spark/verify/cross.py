@@ -275,11 +275,14 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
         topic, queue_id = key.rsplit("/", 1)
         resume[(topic, int(queue_id))] = q["resume"]
     with ExitStack() as stack, ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="cross") as pool:
-        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool,
-                                               start=prev["end"])).wait()
-        # the keys of the records from the last run's end as the dispatch spilled them, of those before it dispatched
+        # the records written since dispatched on the pool (its tasks submitted first, so started first: an
+        # IndexFile check waiting for their keys never holds a thread they need) while this thread digests
+        # what the IndexFile checks resume from and the checks read their files' structure
+        spill = stack.enter_context(Dispatched(layout, settings, work_dir, bool(known), pool, start=prev["end"]))
+        # the keys of the records from the last run's end as the dispatch spills them (waited for when read), of
+        # those before it dispatched again
         keys = split_keys(dispatched_keys(layout, settings.release, settings.message_delay_level, stop=prev["end"]),
-                          spill.keys(), prev["end"])
+                          spill.keys_when_dispatched(), prev["end"])
         checked = []
         for k, view in enumerate(known):
             name = relative_name(view.path, root)
@@ -299,7 +302,7 @@ def verify_resumed(layout: StoreLayout, settings: BrokerSettings, prev: dict, ve
                 checked.append(pool.submit(_check_index, layout, view, root, settings.geometry, settings.release,
                                            settings.message_delay_level, log, newest=newest,
                                            previous_end=previous_end, keys=keys, resume=carry, why=why))
-        queues = check_queues_of(layout, settings, spill, log, pool, resume, queue_reads=queue_reads)
+        queues = check_queues_of(layout, settings, spill.wait(), log, pool, resume, queue_reads=queue_reads)
         index = [f.result() for f in checked]
     verdict = conclude(layout, settings, log, scans, queues, index, known, findings)
     return verdict, resume_state(layout, verdict, known, prefixes)
