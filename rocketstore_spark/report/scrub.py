@@ -38,7 +38,7 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 from rocketstore_spark.documents import json_text
@@ -154,8 +154,8 @@ def scrub_stores(layouts: list[StoreLayout], state_path: str, *, rotation: int =
     """Scrub each store against the state at ``state_path`` (created when missing; never under a store) and
     save the new state; ``scan(tasks, runs)``: how the segment scans run (default ``scan_here``). Each queue
     directory is listed once a run (``store.layout.listed_once``)."""
-    with listed_once(), _heap_frozen() as freeze:
-        return _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan, freeze)
+    with listed_once(), _heap_frozen() as freeze, ExitStack() as run:
+        return _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan, freeze, run)
 
 
 @contextmanager
@@ -178,7 +178,32 @@ def _heap_frozen():
         gc.unfreeze()
 
 
-def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan, freeze) -> ScrubRun:
+def _prefetchable(state: dict, layouts: list[StoreLayout]) -> list:
+    """What the last run digested (``store.digests.PrefixDigests.asked``, kept in the state) of files under the
+    stores of this run: a state file edited by hand, or moved to other stores, makes no other file read."""
+    roots = tuple(os.path.join(os.path.abspath(r), "") for r in store_roots(layouts))
+    return [a for a in state.get("digested") or []
+            if isinstance(a, list) and len(a) == 4 and isinstance(a[0], str) and isinstance(a[1], int)
+            and isinstance(a[2], int) and a[1] >= 0 and a[2] >= 0 and os.path.abspath(a[0]).startswith(roots)]
+
+
+def _digested_next(previous: list, asked: list) -> list:
+    """What the next run will check of the files digested so far: of each prefix start of a file, the longest
+    this run asked for (the length it recorded, where the next run checks it), else the one kept from before (a
+    file no run since has had to digest: unchanged). ``previous``: the last run's, of this run's stores
+    (``_prefetchable``); files gone are dropped."""
+    longest: dict[tuple, list] = {}
+    for a in previous:
+        if os.path.exists(a[0]):
+            longest[(a[0], a[2])] = a
+    now: dict[tuple, list] = {}
+    for a in asked:
+        if (a[0], a[2]) not in now or a[1] > now[(a[0], a[2])][1]:
+            now[(a[0], a[2])] = a
+    return sorted((longest | now).values(), key=lambda a: (a[0], a[2]))      # in file order, whatever the threads
+
+
+def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir, scan, freeze, run) -> ScrubRun:
     if rotation < 1:
         raise ValueError(f"--rotation {rotation}: must be 1 or more (runs per full rotation)")
     outside_stores(state_path, store_roots(layouts), "scrub state")
@@ -187,7 +212,9 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
     key = _settings_key(options, broker_conf)
     out = ScrubRun(Audit(), state)
     plans, previous, runs, started = {}, {}, {}, time.perf_counter()
-    prefixes = PrefixDigests()          # one a run: the segment plan, the records and the cross-checks share it
+    # one a run: the segment plan, the records and the cross-checks share it; what the last run recorded of the
+    # files a broker appends to read beside the run (``PrefixDigests.prefetching``)
+    prefixes = run.enter_context(PrefixDigests().prefetching(_prefetchable(state, layouts)))
     for layout in layouts:
         root = store_root(layout)
         prev = state["stores"].get(os.path.abspath(layout.name))      # the same store however it was spelled
@@ -264,6 +291,7 @@ def _scrub_stores(layouts, state_path, rotation, options, broker_conf, work_dir,
         state["stores"][os.path.abspath(layout.name)] = {"settings": key, "run": runs[root], "rotation": rotation,
                                         "files": signature, "credit": plan.credit if plan else 0,
                                         "segments": segments, "cross": cross}
+    state["digested"] = _digested_next(_prefetchable(state, layouts), prefixes.asked)
     save_state(state_path, state)
     return out
 

@@ -19,6 +19,7 @@ from rocketstore_spark.store.discovery import discover
 from rocketstore_spark.store.outputs import OutputError
 from rocketstore_spark.verify.scrub import BLOCK, load_state
 from tests.builders import write_segments
+from tests.store_files import copy_store
 from tests.cli.helpers import run as cli
 from tests.golden.goldens import BY_ID
 
@@ -182,6 +183,31 @@ def test_rocketstore_audit_scrub(tmp_path):
     assert cli("audit", store, "--scrub", state, "--html", tmp_path / "a.html").exit_code == 2
     r = cli("audit", store, "--scrub", store / "state.json")
     assert r.exit_code == 2 and "inside the store" in r.stderr
+
+
+def test_the_state_names_the_prefixes_the_next_run_checks_and_only_files_of_its_stores_are_read(tmp_path,
+                                                                                                monkeypatch):
+    """The state keeps what the run digested (``digested``: each prefix's longest; the next run digests those of
+    the changed files beside its own work); an entry naming a file outside the scrubbed stores (a state edited,
+    or moved to other stores) makes nothing read."""
+    from rocketstore_spark.store import digests
+    store = copy_store(BY_ID["5.5.1/clean"].store, tmp_path / "store")
+    state = tmp_path / "state.json"
+    scrub(store, state)
+    digested = json.loads(state.read_text())["digested"]
+    assert digested and all(os.path.abspath(p).startswith(str(store)) for p, *_ in digested)
+    assert len({(p, start) for p, _, start, _ in digested}) == len(digested)
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"x" * 4096)
+    doc = json.loads(state.read_text())
+    doc["digested"].append([str(outside), 4096, 0, [0, 0, 0]])
+    doc["digested"].append([str(store / ".." / "outside"), 4096, 0, [0, 0, 0]])
+    state.write_text(json.dumps(doc))
+    seen, real = [], digests.hash_range
+    monkeypatch.setattr(digests, "hash_range", lambda h, path, *a: seen.append(path) or real(h, path, *a))
+    scrub(store, state)
+    assert not [p for p in seen if "outside" in p]
+    assert not [p for p, *_ in json.loads(state.read_text())["digested"] if "outside" in p]     # and dropped
 
 
 def test_the_cli_and_a_library_call_without_settings_share_one_state(tmp_path):
