@@ -26,17 +26,20 @@ def new_hash():
 def hash_range(h, path: str, position: int, length: int) -> None:
     """The bytes [position, position + length) of the file at ``path``, as many of them as it holds (a file cut
     below them hashes short, and so differs from any digest of the longer file), fed into the hash ``h``.
-    Through a read-only shared mapping (``store.segment_reader.map_window``): the page cache hashed where it
-    lies. A pread copy of each block cost as much again as the hash (85 against 50 ms for 512 MiB): the scrub
-    digests every run the prefix of each file a broker appends to, up to a GiB."""
+    Through read-only shared mappings of HASH_BLOCK bytes, one at a time (``store.segment_reader.map_window``):
+    the page cache hashed where it lies, and no more of it mapped at once (a mapped page counts in the process's
+    resident memory: a GiB segment's prefix mapped whole would, 0.5 GB more at the default geometry's peak). A
+    pread copy of each block cost as much again as the hash (85 against 50 ms for 512 MiB): the scrub digests
+    every run the prefix of each file a broker appends to, up to a GiB."""
     fd = os.open(path, os.O_RDONLY)
     try:
         have = max(0, min(length, os.fstat(fd).st_size - position))   # a mapping past the end would fault
-        data = map_window(fd, position, have)
+        for at in range(0, have, HASH_BLOCK):
+            block = map_window(fd, position + at, min(HASH_BLOCK, have - at), populate=True)
+            h.update(block)
+            del block                                   # unmapped: the last view of the mapping goes
     finally:
         os.close(fd)
-    for at in range(0, have, HASH_BLOCK):
-        h.update(data[at:at + HASH_BLOCK])
 
 
 class PrefixDigests:
