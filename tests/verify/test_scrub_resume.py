@@ -387,7 +387,12 @@ def test_the_queues_checked_on_in_one_pass_are_what_check_queue_gives_each(tmp_p
             files = [p for p, _ in StoreMap.queue_files(queue_dir)] if queue_dir is not None else []
             if files:
                 first.summary(files[-1])
+        reread, read_held = [], queues.read_held
+        monkeypatch.setattr(queues, "read_held", lambda path: reread.append(path) or read_held(path))
         after_report = real(given, root, log, file_size, locate, expired_min_is_max, consume_queue_ext, first)
+        monkeypatch.setattr(queues, "read_held", read_held)
+        summarized = set(first._last_files)
+        assert summarized and not summarized & set(reread)          # the report's summary taken, not read again
         for (topic, queue_id, queue_dir, records, resume), v, r in zip(given, got, after_report):
             want = queues.check_queue(topic, queue_id, queue_dir, root, records, log, file_size, locate,
                                       expired_min_is_max, consume_queue_ext, resume)
