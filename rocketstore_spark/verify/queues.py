@@ -293,11 +293,11 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
         if _file_findings(topic, queue_id, [(name, o, size, bad) for _, name, o, size, bad in listed], file_size):
             continue
         held: dict[int, np.ndarray] = {}        # the files read whole: those a broker appended to since
-        counts, last = resume["counts"], None
+        counts, reported = resume["counts"], None
         if queue_reads is not None and listed and listed[-1][4] is None and listed[-1][1] not in counts:
-            last = queue_reads.last_file(listed[-1][0])         # the recovery report's, or None
-            if last is not None:
-                counts = {**counts, listed[-1][1]: last[0]}     # what it holds: not read whole again
+            reported = queue_reads.last_file(listed[-1][0])     # the recovery report's summary, or None
+            if reported is not None:
+                counts = {**counts, listed[-1][1]: reported[0]}     # what it holds: not read whole again
         files = _queue_files(listed, counts, held)
         v = QueueVerdict(topic, queue_id, files=len(files), held=[(f.path, f.base, f.count) for f in files])
 
@@ -306,7 +306,7 @@ def check_resumed_queues(queues: list[tuple], root: str, log: LogBounds, file_si
                 held[j] = files[j].read(0, files[j].count)
             return held[j]
         summaries: dict[str, list] = {}
-        v.min_offset, v.max_offset = _bounds(files, resume, log, expired_min_is_max, summaries, read, last,
+        v.min_offset, v.max_offset = _bounds(files, resume, log, expired_min_is_max, summaries, read, reported,
                                              queue_reads.share_last_file if queue_reads is not None else None)
         v.resume = {"summaries": summaries}
         last = resume["walk"]["last"]
